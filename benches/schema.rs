@@ -1,0 +1,2 @@
+//! Schema shaping bench (filled in with the schema module).
+fn main() {}

@@ -1,0 +1,95 @@
+//! Tools the model can call: the [`Tools`] trait the session talks to, and the
+//! [`ToolClass`] that permissions are decided on.
+
+use futures::future::BoxFuture;
+use lrg_providers::{Part, ToolAnnotations, ToolSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// What a tool may do to the world, from its MCP annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolClass {
+    /// `readOnlyHint: true`: changes nothing.
+    Read,
+    /// Not read-only and `destructiveHint: false`: changes, but destroys nothing.
+    Change,
+    /// Anything else, including a tool with no annotations at all.
+    Destructive,
+}
+
+impl ToolClass {
+    /// Classify a tool by its annotations; no annotations means destructive.
+    pub fn from_annotations(a: &ToolAnnotations) -> Self {
+        if a.read_only_hint == Some(true) {
+            ToolClass::Read
+        } else if a.destructive_hint == Some(false) {
+            ToolClass::Change
+        } else {
+            ToolClass::Destructive
+        }
+    }
+}
+
+/// What one tool call produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// Text and images the tool returned (or the error text).
+    pub parts: Vec<Part>,
+    /// Whether the call failed.
+    pub is_error: bool,
+    /// Something the person should be told about besides the result (a tool
+    /// server died and will be restarted, ...). Becomes a `warning` event.
+    pub warning: Option<String>,
+}
+
+impl ToolOutput {
+    /// A successful text result.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { parts: vec![Part::text(text)], is_error: false, warning: None }
+    }
+
+    /// A failed call with a message for the model.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self { parts: vec![Part::text(text)], is_error: true, warning: None }
+    }
+}
+
+/// A failure to reach the tools at all (listing failed).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("tools unavailable: {0}")]
+pub struct ToolsError(pub String);
+
+/// The tools a session offers: listing and calling.
+///
+/// The session never calls a tool that is not in the last `list()`; `call`
+/// never fails outright: every failure (unknown tool, invalid arguments, a
+/// crashed server, a timeout) is an error [`ToolOutput`] the model can read.
+pub trait Tools: Send + Sync {
+    /// Every tool, as offered to models (names unique).
+    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolsError>>;
+
+    /// Call `name` with `arguments`. `cancel` is a hint: a running tool is
+    /// allowed to finish, but one not yet started should not start.
+    fn call<'a>(&'a self, name: &'a str, arguments: Value, cancel: CancellationToken)
+    -> BoxFuture<'a, ToolOutput>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_from_annotations() {
+        let mut a = ToolAnnotations::default();
+        assert_eq!(ToolClass::from_annotations(&a), ToolClass::Destructive);
+        a.destructive_hint = Some(false);
+        assert_eq!(ToolClass::from_annotations(&a), ToolClass::Change);
+        a.read_only_hint = Some(true);
+        assert_eq!(ToolClass::from_annotations(&a), ToolClass::Read);
+        a.read_only_hint = Some(false);
+        a.destructive_hint = Some(true);
+        assert_eq!(ToolClass::from_annotations(&a), ToolClass::Destructive);
+    }
+}

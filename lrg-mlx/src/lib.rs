@@ -1,0 +1,1 @@
+//! (empty, see README)

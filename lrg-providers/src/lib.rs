@@ -1,0 +1,29 @@
+//! # lrg-providers
+//!
+//! The model-neutral core of lrg: conversation types ([`Message`], [`Part`],
+//! [`ToolSpec`]), the [`ChatModel`] trait every model implements, errors and
+//! retries, `provider:model` ids, a [`ScriptedModel`] for tests and CI suites,
+//! schema shaping ([`schema`]), tool calling for local models ([`local_chat`]),
+//! and the cloud and server adapters.
+
+mod error;
+mod message;
+mod model;
+mod model_ref;
+mod scripted;
+mod secret;
+
+pub mod local_chat;
+pub mod retry;
+pub mod schema;
+
+pub use error::ProviderError;
+pub use message::{Image, Message, NativePart, Part, Role, ToolAnnotations, ToolCall, ToolResult, ToolSpec};
+pub use model::{
+    AssistantTurn, ChatModel, ModelInfo, ModelLocation, StopReason, TurnEvent, TurnRequest, TurnStream, Usage,
+    collect_turn,
+};
+pub use model_ref::{ModelRef, ModelRefError, Provider};
+pub use retry::RetryPolicy;
+pub use scripted::{ScriptedCall, ScriptedError, ScriptedModel, ScriptedTurn};
+pub use secret::ApiKey;

@@ -1,0 +1,95 @@
+//! Exponential backoff with jitter and a cap, honouring a server's retry-after.
+
+use std::time::Duration;
+
+use rand::Rng as _;
+
+/// How transient errors are retried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0 = never retry).
+    pub max_retries: u32,
+    /// Delay before the first retry; doubles each time.
+    pub base_delay: Duration,
+    /// No delay exceeds this, whatever the attempt or the server asks.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 4,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// A policy that never retries.
+    pub fn none() -> Self {
+        Self { max_retries: 0, ..Self::default() }
+    }
+
+    /// Delay before retry number `attempt` (1-based).
+    ///
+    /// A server's `retry_after` wins when given (capped at `max_delay`);
+    /// otherwise `base * 2^(attempt-1)` with "equal jitter": half fixed, half
+    /// random, so a crowd of clients spreads out but none retries instantly.
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(after) = retry_after {
+            return after.min(self.max_delay);
+        }
+        let exp = attempt.saturating_sub(1).min(30);
+        let full = self
+            .base_delay
+            .saturating_mul(1u32 << exp)
+            .min(self.max_delay);
+        let half = full / 2;
+        let jitter_ms = half.as_millis() as u64;
+        let jitter = if jitter_ms == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_millis(rand::rng().random_range(0..=jitter_ms))
+        };
+        half + jitter
+    }
+
+    /// Whether retry number `attempt` (1-based) is allowed.
+    pub fn allows(&self, attempt: u32) -> bool {
+        attempt <= self.max_retries
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_grow_and_are_capped() {
+        let p = RetryPolicy {
+            max_retries: 10,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(1),
+        };
+        for attempt in 1..=10 {
+            let d = p.delay(attempt, None);
+            let full = (Duration::from_millis(100) * (1 << (attempt - 1))).min(p.max_delay);
+            assert!(d >= full / 2 && d <= full, "attempt {attempt}: {d:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_wins_but_is_capped() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.delay(1, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert_eq!(p.delay(1, Some(Duration::from_secs(3600))), p.max_delay);
+    }
+
+    #[test]
+    fn allows_counts_retries() {
+        let p = RetryPolicy { max_retries: 2, ..RetryPolicy::default() };
+        assert!(p.allows(1) && p.allows(2) && !p.allows(3));
+        assert!(!RetryPolicy::none().allows(1));
+    }
+}

@@ -1,0 +1,1 @@
+//! Schema shaping for grammar engines and cloud APIs (work in progress).
