@@ -16,6 +16,13 @@ mod secret;
 pub mod local_chat;
 pub mod retry;
 pub mod schema;
+pub mod transport;
+pub mod wire;
+
+pub mod anthropic;
+pub mod gemini;
+pub mod ollama;
+pub mod openai;
 
 pub use error::ProviderError;
 pub use message::{Image, Message, NativePart, Part, Role, ToolAnnotations, ToolCall, ToolResult, ToolSpec};

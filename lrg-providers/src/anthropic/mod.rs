@@ -1,0 +1,1 @@
+//! The anthropic adapter (work in progress).

@@ -1,0 +1,1 @@
+//! The gemini adapter (work in progress).

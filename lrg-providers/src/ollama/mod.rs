@@ -1,0 +1,1 @@
+//! The ollama adapter (work in progress).

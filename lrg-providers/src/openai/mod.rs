@@ -1,0 +1,1 @@
+//! The openai adapter (work in progress).

@@ -1,0 +1,361 @@
+//! The one HTTP transport every adapter shares: send a request, map a non-2xx
+//! answer to a [`ProviderError`], and drive a [`Decoder`] over the streamed
+//! body with idle timeout and cancellation.
+
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use reqwest::header::HeaderMap;
+use tokio_util::sync::CancellationToken;
+
+use crate::wire::{Decoder, Frame, Framer, Framing};
+use crate::{ApiKey, ProviderError, StopReason, TurnEvent, TurnStream};
+
+/// Timeouts of the shared transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportConfig {
+    /// Time allowed to open the connection.
+    pub connect_timeout: Duration,
+    /// Longest silence allowed between two chunks of a streamed answer
+    /// (and before the response headers arrive).
+    pub idle_timeout: Duration,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        Self { connect_timeout: Duration::from_secs(10), idle_timeout: Duration::from_secs(120) }
+    }
+}
+
+/// A shared HTTP client plus its timeouts. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct HttpTransport {
+    client: reqwest::Client,
+    config: TransportConfig,
+}
+
+/// Longest error body kept in a message.
+const MAX_ERROR_BODY: usize = 4_000;
+
+impl HttpTransport {
+    /// A transport with the given timeouts.
+    pub fn new(config: TransportConfig) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| ProviderError::Config { message: format!("cannot build the HTTP client: {e}") })?;
+        Ok(Self { client, config })
+    }
+
+    /// The underlying client, for building requests.
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// The timeouts in use.
+    pub fn config(&self) -> &TransportConfig {
+        &self.config
+    }
+
+    /// Send `request` and stream its answer through `decoder`.
+    ///
+    /// `key` is only used to scrub error text, in case a server echoes it.
+    pub fn stream(
+        &self,
+        request: reqwest::RequestBuilder,
+        framing: Framing,
+        mut decoder: Box<dyn Decoder>,
+        key: Option<ApiKey>,
+        cancel: CancellationToken,
+    ) -> TurnStream {
+        let idle = self.config.idle_timeout;
+        Box::pin(async_stream::stream! {
+            let response = tokio::select! {
+                _ = cancel.cancelled() => {
+                    yield Ok(TurnEvent::End { stop: StopReason::Cancelled });
+                    return;
+                }
+                r = tokio::time::timeout(idle, request.send()) => r,
+            };
+            let response = match response {
+                Err(_) => {
+                    yield Err(ProviderError::transient(format!("no answer from the server within {}s", idle.as_secs())));
+                    return;
+                }
+                Ok(Err(e)) => {
+                    yield Err(send_error(&e, key.as_ref()));
+                    return;
+                }
+                Ok(Ok(r)) => r,
+            };
+            let status = response.status();
+            if !status.is_success() {
+                let headers = response.headers().clone();
+                let body = tokio::select! {
+                    _ = cancel.cancelled() => String::new(),
+                    b = tokio::time::timeout(idle, response.text()) => b.ok().and_then(Result::ok).unwrap_or_default(),
+                };
+                yield Err(status_error(status.as_u16(), &headers, &body, key.as_ref()));
+                return;
+            }
+            let mut body = response.bytes_stream();
+            let mut framer = Framer::new(framing);
+            let mut frames: Vec<Frame> = Vec::new();
+            let mut events: Vec<TurnEvent> = Vec::new();
+            loop {
+                let chunk = tokio::select! {
+                    _ = cancel.cancelled() => {
+                        yield Ok(TurnEvent::End { stop: StopReason::Cancelled });
+                        return;
+                    }
+                    c = tokio::time::timeout(idle, body.next()) => c,
+                };
+                let chunk = match chunk {
+                    Err(_) => {
+                        yield Err(ProviderError::transient(format!(
+                            "the stream went silent for {}s; giving up on this answer", idle.as_secs()
+                        )));
+                        return;
+                    }
+                    Ok(None) => None,
+                    Ok(Some(Err(e))) => {
+                        yield Err(ProviderError::transient(format!(
+                            "the stream was cut: {}", scrub(&e.to_string(), key.as_ref())
+                        )));
+                        return;
+                    }
+                    Ok(Some(Ok(bytes))) => Some(bytes),
+                };
+                match &chunk {
+                    Some(bytes) => framer.push(bytes, &mut frames),
+                    None => framer.finish(&mut frames),
+                }
+                for frame in frames.drain(..) {
+                    if let Err(e) = decoder.decode(&frame, &mut events) {
+                        yield Err(e);
+                        return;
+                    }
+                }
+                if chunk.is_none() {
+                    if let Err(e) = decoder.finish(&mut events) {
+                        for event in events.drain(..) {
+                            yield Ok(event);
+                        }
+                        yield Err(e);
+                        return;
+                    }
+                }
+                for event in events.drain(..) {
+                    yield Ok(event);
+                }
+                if chunk.is_none() {
+                    return;
+                }
+            }
+        })
+    }
+
+    /// Send a request and read a whole JSON answer (model lists and the like).
+    pub async fn get_json(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: Option<&ApiKey>,
+    ) -> Result<serde_json::Value, ProviderError> {
+        let response = tokio::time::timeout(self.config.idle_timeout, request.send())
+            .await
+            .map_err(|_| ProviderError::transient("no answer from the server in time"))?
+            .map_err(|e| send_error(&e, key))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response
+            .text()
+            .await
+            .map_err(|e| ProviderError::transient(format!("reading the answer failed: {}", scrub(&e.to_string(), key))))?;
+        if !status.is_success() {
+            return Err(status_error(status.as_u16(), &headers, &body, key));
+        }
+        serde_json::from_str(&body).map_err(|e| ProviderError::Protocol {
+            message: format!("the server's answer is not JSON ({e}): {}", truncate(&scrub(&body, key), 300)),
+        })
+    }
+
+    /// Whether anything answers HTTP at `url` (any status counts as reachable).
+    pub async fn reachable(&self, url: &str) -> bool {
+        let request = self.client.get(url).timeout(self.config.connect_timeout);
+        matches!(request.send().await, Ok(_))
+    }
+}
+
+fn scrub(text: &str, key: Option<&ApiKey>) -> String {
+    match key {
+        Some(k) => k.scrub(text),
+        None => text.to_string(),
+    }
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Map a failure to send (connect, reset, DNS, TLS) to an error.
+pub fn send_error(e: &reqwest::Error, key: Option<&ApiKey>) -> ProviderError {
+    let url = e.url().map(|u| format!(" {}{}", u.host_str().unwrap_or(""), port_suffix(u))).unwrap_or_default();
+    let what = scrub(&e.without_url_string(), key);
+    if e.is_builder() {
+        return ProviderError::Config { message: format!("invalid request: {what}") };
+    }
+    ProviderError::transient(format!("cannot reach{url}: {what}"))
+}
+
+trait WithoutUrl {
+    fn without_url_string(&self) -> String;
+}
+
+impl WithoutUrl for reqwest::Error {
+    // URLs can carry keys in their query (Gemini's `?key=`): never print them.
+    fn without_url_string(&self) -> String {
+        let mut chain = Vec::new();
+        let mut source: Option<&dyn std::error::Error> = std::error::Error::source(self);
+        while let Some(s) = source {
+            chain.push(s.to_string());
+            source = s.source();
+        }
+        let head = if self.is_connect() {
+            "connection failed"
+        } else if self.is_timeout() {
+            "timed out"
+        } else if self.is_request() {
+            "request failed"
+        } else {
+            "HTTP error"
+        };
+        if chain.is_empty() { head.to_string() } else { format!("{head}: {}", chain.join(": ")) }
+    }
+}
+
+fn port_suffix(u: &reqwest::Url) -> String {
+    u.port().map(|p| format!(":{p}")).unwrap_or_default()
+}
+
+/// Map a non-2xx answer to an error, with the server's message and retry hint.
+pub fn status_error(status: u16, headers: &HeaderMap, body: &str, key: Option<&ApiKey>) -> ProviderError {
+    let body = scrub(body, key);
+    let detail = error_detail(&body);
+    let message = format!("HTTP {status}: {}", truncate(&detail, MAX_ERROR_BODY));
+    let lower = detail.to_ascii_lowercase();
+    if is_context_overflow(&lower) {
+        return ProviderError::ContextOverflow { message };
+    }
+    match status {
+        401 | 403 => ProviderError::Auth { message: format!("{message} (check the API key)") },
+        404 => ProviderError::ModelNotFound { message },
+        408 | 409 | 425 | 429 | 500..=599 => ProviderError::Transient {
+            message,
+            retry_after: retry_after(headers, &body),
+        },
+        400 | 413 | 422 if lower.contains("model") && (lower.contains("not found") || lower.contains("does not exist")) => {
+            ProviderError::ModelNotFound { message }
+        }
+        _ => ProviderError::BadRequest { message },
+    }
+}
+
+fn is_context_overflow(lower: &str) -> bool {
+    [
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "maximum context",
+        "prompt is too long",
+        "too many tokens",
+        "exceeds the context",
+        "input is too long",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
+}
+
+/// The human part of an error body: `error.message` when it is JSON.
+fn error_detail(body: &str) -> String {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return body.trim().to_string();
+    };
+    let message = v
+        .pointer("/error/message")
+        .or_else(|| v.pointer("/error"))
+        .or_else(|| v.pointer("/message"))
+        .or_else(|| v.pointer("/detail"));
+    match message {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        _ => body.trim().to_string(),
+    }
+}
+
+/// Retry hint from `retry-after-ms`, `Retry-After` (seconds) or Gemini's
+/// `retryDelay` in the error body.
+pub fn retry_after(headers: &HeaderMap, body: &str) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_millis(ms as u64));
+        }
+    }
+    if let Some(s) = header("retry-after").and_then(|v| v.parse::<f64>().ok()) {
+        if s.is_finite() && s >= 0.0 {
+            return Some(Duration::from_secs_f64(s.min(86_400.0)));
+        }
+    }
+    gemini_retry_delay(body)
+}
+
+fn gemini_retry_delay(body: &str) -> Option<Duration> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let details = v.pointer("/error/details")?.as_array()?;
+    details.iter().find_map(|d| {
+        let s = d.get("retryDelay")?.as_str()?;
+        let secs: f64 = s.strip_suffix('s')?.parse().ok()?;
+        (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn classifies_statuses() {
+        let h = HeaderMap::new();
+        assert!(matches!(status_error(401, &h, "{\"error\":{\"message\":\"bad key\"}}", None), ProviderError::Auth { .. }));
+        assert!(status_error(503, &h, "overloaded", None).is_transient());
+        assert!(matches!(status_error(400, &h, "{\"error\":{\"message\":\"This model's maximum context length is 8192 tokens\"}}", None), ProviderError::ContextOverflow { .. }));
+        assert!(matches!(status_error(404, &h, "nope", None), ProviderError::ModelNotFound { .. }));
+        assert!(matches!(status_error(400, &h, "bad", None), ProviderError::BadRequest { .. }));
+    }
+
+    #[test]
+    fn retry_hints() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&h, ""), Some(Duration::from_secs(7)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&h, ""), Some(Duration::from_millis(250)));
+        let body = r#"{"error":{"code":429,"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"3s"}]}}"#;
+        assert_eq!(retry_after(&HeaderMap::new(), body), Some(Duration::from_secs(3)));
+        assert!(status_error(429, &HeaderMap::new(), body, None).retry_after().is_some());
+    }
+
+    #[test]
+    fn key_is_scrubbed() {
+        let key = ApiKey::new("sk-abcdef123456");
+        let e = status_error(401, &HeaderMap::new(), "invalid key sk-abcdef123456", Some(&key));
+        assert!(!e.to_string().contains("sk-abcdef123456"), "{e}");
+    }
+}
