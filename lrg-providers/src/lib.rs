@@ -1,10 +1,4 @@
-//! # lrg-providers
-//!
-//! The model-neutral core of lrg: conversation types ([`Message`], [`Part`],
-//! [`ToolSpec`]), the [`ChatModel`] trait every model implements, errors and
-//! retries, `provider:model` ids, a [`ScriptedModel`] for tests and CI suites,
-//! schema shaping ([`schema`]), tool calling for local models ([`local_chat`]),
-//! and the cloud and server adapters.
+#![doc = include_str!("../README.md")]
 
 mod error;
 mod message;
