@@ -7,6 +7,7 @@ mod model_ref;
 mod scripted;
 mod secret;
 
+pub mod images;
 pub mod local_chat;
 pub mod retry;
 pub mod schema;
