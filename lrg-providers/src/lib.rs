@@ -9,6 +9,7 @@ mod secret;
 
 pub mod images;
 pub mod local_chat;
+pub mod record;
 pub mod retry;
 pub mod schema;
 pub mod transport;
