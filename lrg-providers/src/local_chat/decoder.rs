@@ -1,0 +1,304 @@
+//! [`AnswerDecoder`]: streams `analysis` and `reply` out of a JSON answer while
+//! it is still being generated.
+//!
+//! The engine produces the answer a few characters at a time. Waiting for the
+//! whole object before showing anything would hide the model's reasoning and
+//! reply until the very end, and re-parsing the growing prefix at every token
+//! would cost O(n²). Instead this is a small JSON lexer, fed one chunk at a time,
+//! that tracks just enough structure (nesting depth, the current top-level key,
+//! string escapes) to decode the two top-level strings as they arrive. Everything
+//! it is fed is also kept verbatim for the final, strict parse.
+
+use crate::TurnEvent;
+
+/// Which top-level string is being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    /// A key of the top-level object.
+    Key,
+    /// The `analysis` value: streamed as reasoning.
+    Analysis,
+    /// The `reply` value: streamed as text.
+    Reply,
+    /// Any other string (tool arguments, unknown keys): not streamed.
+    Skip,
+}
+
+/// Where the lexer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lex {
+    /// Between tokens, outside any string.
+    Structure,
+    /// Inside a string.
+    Str,
+    /// Just after a backslash inside a string.
+    Escape,
+    /// Inside a `\uXXXX` escape, with the digits read so far.
+    Unicode { value: u32, digits: u8 },
+}
+
+/// Longest top-level key worth remembering; the answer schema's keys are short,
+/// and a runaway key must not grow memory.
+const MAX_KEY_CHARS: usize = 32;
+
+/// Incremental decoder of a constrained answer
+/// (`{"analysis": …, "call": …}` or `{"analysis": …, "reply": …}`).
+///
+/// Feed it the engine's deltas in order with [`feed`](Self::feed); it returns
+/// [`TurnEvent::ReasoningDelta`]s for the `analysis` string and
+/// [`TurnEvent::TextDelta`]s for the `reply` string, decoded (escapes resolved,
+/// surrogate pairs joined even when split across chunks). Whitespace between
+/// tokens is tolerated, so engines with flexible whitespace work too. Each fed
+/// character is looked at once: the total cost is linear in the answer length.
+#[derive(Debug, Clone)]
+pub struct AnswerDecoder {
+    raw: String,
+    depth: u32,
+    expect_key: bool,
+    key: String,
+    lex: Lex,
+    field: Field,
+    high_surrogate: Option<u32>,
+}
+
+impl Default for AnswerDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AnswerDecoder {
+    /// A decoder at the start of an answer.
+    pub fn new() -> Self {
+        Self {
+            raw: String::new(),
+            depth: 0,
+            expect_key: false,
+            key: String::new(),
+            lex: Lex::Structure,
+            field: Field::Skip,
+            high_surrogate: None,
+        }
+    }
+
+    /// Everything fed so far, verbatim.
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// Consume the decoder, returning everything fed to it.
+    pub fn into_raw(self) -> String {
+        self.raw
+    }
+
+    /// Feed the next chunk of the answer; returns the deltas it completes, in
+    /// order (at most one per field change, so usually zero or one).
+    pub fn feed(&mut self, chunk: &str) -> Vec<TurnEvent> {
+        let mut out = Vec::new();
+        self.raw.push_str(chunk);
+        for c in chunk.chars() {
+            self.step(c, &mut out);
+        }
+        out
+    }
+
+    fn step(&mut self, c: char, out: &mut Vec<TurnEvent>) {
+        match self.lex {
+            Lex::Structure => self.structure(c),
+            Lex::Str => self.in_string(c, out),
+            Lex::Escape => self.escape(c, out),
+            Lex::Unicode { value, digits } => match c.to_digit(16) {
+                Some(d) => {
+                    let value = value * 16 + d;
+                    if digits == 3 {
+                        self.lex = Lex::Str;
+                        self.code_unit(value, out);
+                    } else {
+                        self.lex = Lex::Unicode {
+                            value,
+                            digits: digits + 1,
+                        };
+                    }
+                }
+                None => {
+                    // Malformed escape: the final parse rejects it; show a
+                    // replacement and read the character as ordinary content.
+                    self.lex = Lex::Str;
+                    self.emit('\u{FFFD}', out);
+                    self.in_string(c, out);
+                }
+            },
+        }
+    }
+
+    fn structure(&mut self, c: char) {
+        match c {
+            '{' | '[' => {
+                self.depth += 1;
+                if self.depth == 1 {
+                    self.expect_key = c == '{';
+                }
+            }
+            '}' | ']' => self.depth = self.depth.saturating_sub(1),
+            ',' if self.depth == 1 => self.expect_key = true,
+            ':' if self.depth == 1 => self.expect_key = false,
+            '"' => {
+                self.lex = Lex::Str;
+                self.field = if self.depth != 1 {
+                    Field::Skip
+                } else if self.expect_key {
+                    self.key.clear();
+                    Field::Key
+                } else {
+                    match self.key.as_str() {
+                        "analysis" => Field::Analysis,
+                        "reply" => Field::Reply,
+                        _ => Field::Skip,
+                    }
+                };
+            }
+            // Whitespace, numbers, literals: nothing to track.
+            _ => {}
+        }
+    }
+
+    fn in_string(&mut self, c: char, out: &mut Vec<TurnEvent>) {
+        match c {
+            '"' => {
+                self.flush_surrogate(out);
+                self.lex = Lex::Structure;
+            }
+            '\\' => self.lex = Lex::Escape,
+            _ => {
+                self.flush_surrogate(out);
+                self.emit(c, out);
+            }
+        }
+    }
+
+    fn escape(&mut self, c: char, out: &mut Vec<TurnEvent>) {
+        self.lex = Lex::Str;
+        let decoded = match c {
+            'u' => {
+                // A pending high surrogate stays pending: this may be its pair.
+                self.lex = Lex::Unicode {
+                    value: 0,
+                    digits: 0,
+                };
+                return;
+            }
+            'n' => '\n',
+            't' => '\t',
+            'r' => '\r',
+            'b' => '\u{8}',
+            'f' => '\u{c}',
+            // `"`, `\`, `/` stand for themselves; anything else is invalid JSON
+            // that the final parse rejects, shown as written meanwhile.
+            other => other,
+        };
+        self.flush_surrogate(out);
+        self.emit(decoded, out);
+    }
+
+    /// One UTF-16 code unit from a `\uXXXX` escape.
+    fn code_unit(&mut self, unit: u32, out: &mut Vec<TurnEvent>) {
+        let is_high = (0xD800..0xDC00).contains(&unit);
+        let is_low = (0xDC00..0xE000).contains(&unit);
+        if is_low && let Some(high) = self.high_surrogate.take() {
+            let scalar = 0x10000 + ((high - 0xD800) << 10) + (unit - 0xDC00);
+            self.emit(char::from_u32(scalar).unwrap_or('\u{FFFD}'), out);
+            return;
+        }
+        self.flush_surrogate(out);
+        if is_high {
+            self.high_surrogate = Some(unit);
+        } else {
+            // A lone low surrogate is not a character.
+            self.emit(char::from_u32(unit).unwrap_or('\u{FFFD}'), out);
+        }
+    }
+
+    /// A high surrogate not followed by its low half becomes U+FFFD.
+    fn flush_surrogate(&mut self, out: &mut Vec<TurnEvent>) {
+        if self.high_surrogate.take().is_some() {
+            self.emit('\u{FFFD}', out);
+        }
+    }
+
+    fn emit(&mut self, c: char, out: &mut Vec<TurnEvent>) {
+        match self.field {
+            Field::Key => {
+                if self.key.chars().count() < MAX_KEY_CHARS {
+                    self.key.push(c);
+                }
+            }
+            Field::Analysis => match out.last_mut() {
+                Some(TurnEvent::ReasoningDelta { text }) => text.push(c),
+                _ => out.push(TurnEvent::ReasoningDelta {
+                    text: c.to_string(),
+                }),
+            },
+            Field::Reply => match out.last_mut() {
+                Some(TurnEvent::TextDelta { text }) => text.push(c),
+                _ => out.push(TurnEvent::TextDelta {
+                    text: c.to_string(),
+                }),
+            },
+            Field::Skip => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_in(chunks: &[&str]) -> (String, String) {
+        let mut d = AnswerDecoder::new();
+        let (mut reasoning, mut text) = (String::new(), String::new());
+        for chunk in chunks {
+            for event in d.feed(chunk) {
+                match event {
+                    TurnEvent::ReasoningDelta { text: t } => reasoning.push_str(&t),
+                    TurnEvent::TextDelta { text: t } => text.push_str(&t),
+                    other => panic!("unexpected event {other:?}"),
+                }
+            }
+        }
+        (reasoning, text)
+    }
+
+    #[test]
+    fn surrogate_pair_split_inside_escape() {
+        let (r, _) = decode_in(&[r#"{"analysis":"a\uD8"#, r#"3D\u"#, r#"DE0"#, r#"0b"}"#]);
+        assert_eq!(r, "a😀b");
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement() {
+        let (r, _) = decode_in(&[r#"{"analysis":"\uD83Dx\uDE00\uD83D"}"#]);
+        assert_eq!(r, "\u{FFFD}x\u{FFFD}\u{FFFD}");
+    }
+
+    #[test]
+    fn nested_strings_and_keys_do_not_leak() {
+        let (r, t) = decode_in(&[
+            r#"{"analysis":"x","call":{"t":{"reply":"no","analysis":"no","a":["}\"",{"reply":"q"}]}}}"#,
+        ]);
+        assert_eq!((r.as_str(), t.as_str()), ("x", ""));
+    }
+
+    #[test]
+    fn whitespace_between_tokens_is_tolerated() {
+        let (r, t) = decode_in(&["{ \"analysis\" :\n \"a\" ,\n \"reply\" : \"b\\tc\" }"]);
+        assert_eq!((r.as_str(), t.as_str()), ("a", "b\tc"));
+    }
+
+    #[test]
+    fn long_keys_are_capped() {
+        let key = "k".repeat(1000);
+        let mut d = AnswerDecoder::new();
+        d.feed(&format!("{{\"{key}\":1,"));
+        assert_eq!(d.key.chars().count(), MAX_KEY_CHARS);
+    }
+}

@@ -1,0 +1,242 @@
+//! [`LocalChatModel`]: a [`ChatModel`] over any [`LocalEngine`].
+
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+
+use super::answer::{Answer, parse_answer, tail};
+use super::answer_schema::{OfferedTool, offer_tools, schema_for};
+use super::decoder::AnswerDecoder;
+use super::engine::{EngineEvent, EngineStop, EngineTurn, LocalEngine};
+use super::prompt::render;
+use crate::{
+    ChatModel, Message, ModelInfo, ModelLocation, ProviderError, StopReason, ToolCall, TurnEvent,
+    TurnRequest, TurnStream,
+};
+
+/// Answer budget when the request sets none: room for a full analysis and
+/// reply (6,600 characters at about 3 per token) with margin.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// Images kept attached by default; older ones become `[image omitted]`
+/// (each image costs hundreds of tokens of a small context).
+pub const DEFAULT_MAX_IMAGES: usize = 2;
+
+/// How much of a malformed answer an error quotes.
+const ERROR_TAIL_CHARS: usize = 200;
+
+/// A [`ChatModel`] for a local engine, with tool calling by constrained
+/// decoding (DESIGN.md, "Tool calling without a tool-call format").
+///
+/// Each turn renders the conversation into plain messages, constrains the
+/// answer to `{"analysis", "call": {"<tool>": {…}}}` or `{"analysis", "reply"}`
+/// with a JSON Schema the engine enforces, streams `analysis` as reasoning and
+/// `reply` as text while they are generated, and turns a `call` into one
+/// [`ToolCall`].
+///
+/// How a turn ends:
+/// - a reply: `End { EndTurn }`; a call: the [`ToolCall`], then `End { ToolCalls }`;
+/// - the token budget ran out before the answer was complete: what was streamed
+///   stays, no call is made (half-written arguments are never run), `End { MaxTokens }`;
+/// - cancelled: `End { Cancelled }`, as soon as the token fires;
+/// - the engine said it was done but the answer is not one of the two forms, or
+///   calls a tool that was not offered: [`ProviderError::Protocol`] quoting the
+///   end of the answer (a grammar-constrained engine cannot produce this, so it
+///   is a bug worth seeing, not retrying);
+/// - the engine's stream ended without saying it was done (its worker died):
+///   [`ProviderError::Transient`].
+#[derive(Clone)]
+pub struct LocalChatModel {
+    provider: String,
+    engine: Arc<dyn LocalEngine>,
+    default_max_tokens: u32,
+    default_temperature: f32,
+    seed: Option<u32>,
+    max_images: usize,
+}
+
+impl std::fmt::Debug for LocalChatModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalChatModel")
+            .field("provider", &self.provider)
+            .field("model", &self.engine.model_name())
+            .field("default_max_tokens", &self.default_max_tokens)
+            .field("default_temperature", &self.default_temperature)
+            .field("seed", &self.seed)
+            .field("max_images", &self.max_images)
+            .finish()
+    }
+}
+
+impl LocalChatModel {
+    /// A model reported as `provider` (`llama`, `mlx`) running on `engine`.
+    pub fn new(provider: impl Into<String>, engine: Arc<dyn LocalEngine>) -> Self {
+        Self {
+            provider: provider.into(),
+            engine,
+            default_max_tokens: DEFAULT_MAX_TOKENS,
+            default_temperature: 0.0,
+            seed: None,
+            max_images: DEFAULT_MAX_IMAGES,
+        }
+    }
+
+    /// Answer budget for requests that set none (default [`DEFAULT_MAX_TOKENS`]).
+    pub fn with_default_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.default_max_tokens = max_tokens;
+        self
+    }
+
+    /// Temperature for requests that set none (default 0: greedy).
+    pub fn with_default_temperature(mut self, temperature: f32) -> Self {
+        self.default_temperature = temperature;
+        self
+    }
+
+    /// Sampling seed passed to the engine, for reproducible sampled runs.
+    pub fn with_seed(mut self, seed: Option<u32>) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// How many of the newest images stay attached (default [`DEFAULT_MAX_IMAGES`]).
+    pub fn with_max_images(mut self, max_images: usize) -> Self {
+        self.max_images = max_images;
+        self
+    }
+
+    /// The engine turn this model would run for `request`: the rendered
+    /// conversation and the answer schema. Useful to inspect the prompt.
+    pub fn engine_turn(&self, request: &TurnRequest) -> EngineTurn {
+        self.prepare(request).0
+    }
+
+    fn prepare(&self, request: &TurnRequest) -> (EngineTurn, Vec<OfferedTool>) {
+        let tools = offer_tools(&request.tools);
+        let turn = EngineTurn {
+            messages: render(
+                request.system.as_deref(),
+                &tools,
+                &request.messages,
+                self.max_images,
+            ),
+            schema: schema_for(&tools),
+            max_tokens: request.max_tokens.unwrap_or(self.default_max_tokens),
+            temperature: request.temperature.unwrap_or(self.default_temperature),
+            seed: self.seed,
+        };
+        (turn, tools)
+    }
+}
+
+impl ChatModel for LocalChatModel {
+    fn info(&self) -> ModelInfo {
+        ModelInfo {
+            provider: self.provider.clone(),
+            model: self.engine.model_name(),
+            location: ModelLocation::Local,
+            context_window: Some(self.engine.context_window()),
+            sends_to: None,
+        }
+    }
+
+    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        let (turn, tools) = self.prepare(&request);
+        let offered: Vec<String> = tools.into_iter().map(|t| t.spec.name).collect();
+        let call_id = next_call_id(&request.messages);
+        let engine = Arc::clone(&self.engine);
+        Box::pin(async_stream::stream! {
+            if cancel.is_cancelled() {
+                yield Ok(TurnEvent::End { stop: StopReason::Cancelled });
+                return;
+            }
+            let mut events = engine.generate(turn, cancel.clone());
+            let mut decoder = AnswerDecoder::new();
+            let (usage, stop) = loop {
+                let event = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {
+                        yield Ok(TurnEvent::End { stop: StopReason::Cancelled });
+                        return;
+                    }
+                    event = events.next() => event,
+                };
+                match event {
+                    Some(Ok(EngineEvent::Delta { text })) => {
+                        for delta in decoder.feed(&text) {
+                            yield Ok(delta);
+                        }
+                    }
+                    Some(Ok(EngineEvent::Done { usage, stop })) => break (usage, stop),
+                    Some(Err(error)) => {
+                        yield Err(error);
+                        return;
+                    }
+                    None => {
+                        yield Err(ProviderError::transient(format!(
+                            "the local engine stopped before finishing its answer; it had written: {}",
+                            tail(decoder.raw(), ERROR_TAIL_CHARS)
+                        )));
+                        return;
+                    }
+                }
+            };
+            let end = match stop {
+                EngineStop::Cancelled => StopReason::Cancelled,
+                EngineStop::Done | EngineStop::MaxTokens => match parse_answer(decoder.raw()) {
+                    Ok(Answer::Reply { .. }) => StopReason::EndTurn,
+                    Ok(Answer::Call { name, arguments, .. }) => {
+                        if !offered.contains(&name) {
+                            yield Err(ProviderError::Protocol {
+                                message: format!(
+                                    "the model called `{name}`, which was not offered (offered: {})",
+                                    if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
+                                ),
+                            });
+                            return;
+                        }
+                        yield Ok(TurnEvent::ToolCall(ToolCall { id: call_id, name, arguments }));
+                        StopReason::ToolCalls
+                    }
+                    Err(_) if stop == EngineStop::MaxTokens => {
+                        if decoder.raw().contains("\"call\"") {
+                            tracing::warn!(max_tokens = usage.completion_tokens, "answer budget ran out while the local model was writing a tool call; the call is dropped");
+                        }
+                        StopReason::MaxTokens
+                    }
+                    Err(problem) => {
+                        yield Err(ProviderError::Protocol {
+                            message: format!(
+                                "{problem}; the answer ended with: {}",
+                                tail(decoder.raw(), ERROR_TAIL_CHARS)
+                            ),
+                        });
+                        return;
+                    }
+                },
+            };
+            yield Ok(TurnEvent::Usage(usage));
+            yield Ok(TurnEvent::End { stop: end });
+        })
+    }
+}
+
+/// `call_<n>` with n one more than the tool calls already in the history, so a
+/// replayed conversation gets the same ids; bumped past any id already taken
+/// (histories may hold other providers' ids).
+pub(crate) fn next_call_id(messages: &[Message]) -> String {
+    let existing: Vec<&str> = messages
+        .iter()
+        .flat_map(Message::tool_calls)
+        .map(|c| c.id.as_str())
+        .collect();
+    let mut n = existing.len() + 1;
+    loop {
+        let id = format!("call_{n}");
+        if !existing.contains(&id.as_str()) {
+            return id;
+        }
+        n += 1;
+    }
+}
