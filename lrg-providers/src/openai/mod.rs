@@ -1,1 +1,263 @@
-//! The openai adapter (work in progress).
+//! [`OpenAiChat`]: Chat Completions, for OpenAI and every OpenAI-compatible
+//! server (LM Studio, Ollama's `/v1`, vLLM, llama.cpp's server, ...). What
+//! differs between servers is data, in a [`Dialect`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), lrg_providers::ProviderError> {
+//! use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig};
+//! use lrg_providers::{ChatModel, Message, TurnRequest, collect_turn};
+//!
+//! let model = OpenAiChat::new(OpenAiConfig::for_dialect(Dialect::LMSTUDIO, "qwen3-8b")?)?;
+//! let request = TurnRequest { messages: vec![Message::user("Hello")], ..Default::default() };
+//! let turn = collect_turn(model.turn(request, Default::default())).await?;
+//! println!("{}", turn.text());
+//! # Ok(()) }
+//! ```
+
+mod decode;
+mod dialect;
+mod encode;
+mod models;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+pub use decode::OpenAiDecoder;
+pub(crate) use decode::{CallIds, frame_error, stream_error};
+pub use dialect::{Dialect, MaxTokensField, ReasoningField};
+pub use encode::encode;
+pub use models::parse_models;
+
+use crate::transport::{HttpTransport, TransportConfig};
+use crate::wire::Framing;
+use crate::{ApiKey, ChatModel, ModelInfo, ProviderError, TurnRequest, TurnStream};
+
+/// Settings of an [`OpenAiChat`].
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// Which kind of server this is.
+    pub dialect: Dialect,
+    /// Base URL up to and including `/v1`, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// Sent as a Bearer token; required by OpenAI itself.
+    pub api_key: Option<ApiKey>,
+    /// The server's model name.
+    pub model: String,
+    /// Answer budget; `None` uses the dialect's default.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature, sent where the dialect allows one.
+    pub temperature: Option<f32>,
+    /// Context window, when the caller knows it (from the model list).
+    pub context_window: Option<u32>,
+    /// Timeouts.
+    pub transport: TransportConfig,
+}
+
+impl OpenAiConfig {
+    /// A config for `model` at `base_url`, speaking `dialect`, without a key.
+    pub fn new(dialect: Dialect, base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            dialect,
+            base_url: base_url.into(),
+            api_key: None,
+            model: model.into(),
+            max_tokens: None,
+            temperature: None,
+            context_window: None,
+            transport: TransportConfig::default(),
+        }
+    }
+
+    /// OpenAI itself: base URL from `OPENAI_BASE_URL` (else the public API),
+    /// key from `OPENAI_API_KEY`, which must be set.
+    pub fn from_env(model: impl Into<String>) -> Result<Self, ProviderError> {
+        Self::for_dialect(Dialect::OPENAI, model)
+    }
+
+    /// A config for `dialect` from its env vars and defaults: base URL from
+    /// its env var, else its default address; key from its env vars.
+    pub fn for_dialect(dialect: Dialect, model: impl Into<String>) -> Result<Self, ProviderError> {
+        let from_env = dialect
+            .base_url_env
+            .and_then(|var| std::env::var(var).ok())
+            .filter(|v| !v.trim().is_empty());
+        let Some(base_url) = from_env.or(dialect.default_base_url.map(str::to_string)) else {
+            return Err(ProviderError::Config {
+                message: format!(
+                    "no base URL for {}: give the server's address, e.g. http://host:8000/v1",
+                    dialect.name
+                ),
+            });
+        };
+        let mut config = Self::new(dialect, base_url.trim(), model);
+        config.api_key = ApiKey::from_env(dialect.key_env);
+        check_key(&config)?;
+        Ok(config)
+    }
+
+    /// With this key.
+    pub fn with_api_key(mut self, key: ApiKey) -> Self {
+        self.api_key = Some(key);
+        self
+    }
+
+    /// With this answer budget.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// With this temperature (sent where the dialect allows one).
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// With these timeouts.
+    pub fn with_transport(mut self, transport: TransportConfig) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// With a known context window.
+    pub fn with_context_window(mut self, tokens: u32) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
+    fn endpoint(&self, path: &str) -> String {
+        format!("{}/{path}", self.base_url.trim_end_matches('/'))
+    }
+}
+
+fn check_key(config: &OpenAiConfig) -> Result<(), ProviderError> {
+    if config.dialect.key_required && config.api_key.is_none() {
+        let var = config
+            .dialect
+            .key_env
+            .first()
+            .copied()
+            .unwrap_or("the API key");
+        return Err(ProviderError::Config {
+            message: format!("no API key for {}: set {var}", config.dialect.name),
+        });
+    }
+    Ok(())
+}
+
+/// A model behind the Chat Completions API.
+#[derive(Debug, Clone)]
+pub struct OpenAiChat {
+    config: Arc<OpenAiConfig>,
+    transport: HttpTransport,
+    url: String,
+}
+
+impl OpenAiChat {
+    /// A model from its config; fails when a required key is missing or the
+    /// base URL is not an http(s) URL.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
+        check_key(&config)?;
+        check_base_url(&config.base_url)?;
+        let transport = HttpTransport::new(config.transport.clone())?;
+        let url = config.endpoint("chat/completions");
+        Ok(Self {
+            config: Arc::new(config),
+            transport,
+            url,
+        })
+    }
+
+    /// The config in use.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// The models the server offers (`GET /models`), with context windows
+    /// where the server reports them.
+    pub async fn list_models(&self) -> Result<Vec<ModelInfo>, ProviderError> {
+        let mut request = self.transport.client().get(self.config.endpoint("models"));
+        if let Some(key) = &self.config.api_key {
+            request = request.bearer_auth(key.expose());
+        }
+        let value = self
+            .transport
+            .get_json(request, self.config.api_key.as_ref())
+            .await?;
+        parse_models(
+            &value,
+            &self.config.dialect,
+            sends_to(&self.config.base_url),
+        )
+    }
+
+    /// Whether the server answers HTTP at all (any status counts).
+    pub async fn reachable(&self) -> bool {
+        self.transport
+            .reachable(&self.config.endpoint("models"))
+            .await
+    }
+}
+
+impl ChatModel for OpenAiChat {
+    fn info(&self) -> ModelInfo {
+        ModelInfo {
+            provider: self.config.dialect.provider.to_string(),
+            model: self.config.model.clone(),
+            location: self.config.dialect.location,
+            context_window: self.config.context_window,
+            sends_to: sends_to(&self.config.base_url),
+        }
+    }
+
+    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        let body = encode(&request, &self.config);
+        let decoder = OpenAiDecoder::new(self.config.dialect.reasoning_fields, &request.messages);
+        tracing::debug!(
+            server = self.config.dialect.name,
+            model = %self.config.model,
+            messages = request.messages.len(),
+            tools = request.tools.len(),
+            "chat completions turn"
+        );
+        let mut http = self.transport.client().post(&self.url).json(&body);
+        if let Some(key) = &self.config.api_key {
+            http = http.bearer_auth(key.expose());
+        }
+        self.transport.stream(
+            http,
+            Framing::Sse,
+            Box::new(decoder),
+            self.config.api_key.clone(),
+            cancel,
+        )
+    }
+}
+
+/// Reject a base URL reqwest could not use, naming it (it never holds a key).
+pub(crate) fn check_base_url(base_url: &str) -> Result<(), ProviderError> {
+    match reqwest::Url::parse(base_url) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => Ok(()),
+        _ => Err(ProviderError::Config {
+            message: format!("invalid base URL {base_url:?}: expected http(s)://host[:port]/path"),
+        }),
+    }
+}
+
+/// The host a conversation goes to, or `None` when it stays on this machine.
+pub(crate) fn sends_to(base_url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(base_url).ok()?;
+    let host = url
+        .host_str()?
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified());
+    (!loopback).then(|| host.to_string())
+}
+
+#[cfg(test)]
+mod tests;

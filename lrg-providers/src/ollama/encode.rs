@@ -1,0 +1,175 @@
+//! Request encoding for Ollama's native `/api/chat`: a pure function from a
+//! [`TurnRequest`] to the JSON body.
+
+use serde_json::{Map, Value, json};
+
+use super::OllamaConfig;
+use crate::{Image, Message, Part, Role, ToolResult, ToolSpec, TurnRequest};
+
+/// Ollama's answer budget when neither the request nor the config sets one:
+/// a server's window may be small.
+pub const DEFAULT_NUM_PREDICT: u32 = 2_048;
+
+/// The `/api/chat` body for one streamed turn.
+pub fn encode(request: &TurnRequest, config: &OllamaConfig) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    // Images a tool returned follow the tool messages in a user message, the
+    // one place every model template renders them.
+    let mut pending = Pending::default();
+    for message in &request.messages {
+        match message.role {
+            Role::Assistant => {
+                pending.flush(&mut messages);
+                messages.push(assistant_message(message));
+            }
+            Role::User | Role::Tool => {
+                for part in &message.parts {
+                    match part {
+                        Part::ToolResult(result) => {
+                            messages.push(tool_message(result, &mut pending))
+                        }
+                        Part::Text { text } => pending.texts.push(text.clone()),
+                        Part::Image(image) => pending.images.push(base64(image)),
+                        Part::Reasoning { .. } | Part::ToolCall(_) | Part::Native(_) => {}
+                    }
+                }
+                if message.role == Role::User {
+                    pending.flush(&mut messages);
+                }
+            }
+        }
+    }
+    pending.flush(&mut messages);
+
+    let mut options = Map::new();
+    let budget = request
+        .max_tokens
+        .or(config.max_tokens)
+        .unwrap_or(DEFAULT_NUM_PREDICT);
+    options.insert("num_predict".into(), Value::from(budget));
+    if let Some(t) = request.temperature.or(config.temperature) {
+        options.insert("temperature".into(), json!(t));
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(config.model.clone()));
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(request.tools.iter().map(tool_spec).collect()),
+        );
+    }
+    body.insert("stream".into(), Value::Bool(true));
+    if let Some(think) = config.think {
+        body.insert("think".into(), Value::Bool(think));
+    }
+    body.insert("options".into(), Value::Object(options));
+    Value::Object(body)
+}
+
+/// Text and images waiting to go out as one user message.
+#[derive(Default)]
+struct Pending {
+    texts: Vec<String>,
+    images: Vec<String>,
+}
+
+impl Pending {
+    fn flush(&mut self, messages: &mut Vec<Value>) {
+        if self.texts.is_empty() && self.images.is_empty() {
+            return;
+        }
+        let mut message = Map::new();
+        message.insert("role".into(), Value::from("user"));
+        message.insert("content".into(), Value::String(self.texts.join("\n")));
+        if !self.images.is_empty() {
+            message.insert(
+                "images".into(),
+                Value::from(std::mem::take(&mut self.images)),
+            );
+        }
+        self.texts.clear();
+        messages.push(Value::Object(message));
+    }
+}
+
+fn base64(image: &Image) -> String {
+    image.base64()
+}
+
+fn assistant_message(message: &Message) -> Value {
+    let texts: Vec<&str> = message
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } if !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut out = Map::new();
+    out.insert("role".into(), Value::from("assistant"));
+    out.insert("content".into(), Value::String(texts.join("\n")));
+    let calls: Vec<Value> = message
+        .tool_calls()
+        .map(|c| json!({"id": c.id, "function": {"name": c.name, "arguments": c.arguments}}))
+        .collect();
+    if !calls.is_empty() {
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Value::Object(out)
+}
+
+fn tool_message(result: &ToolResult, pending: &mut Pending) -> Value {
+    let images: Vec<String> = result
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Image(i) => Some(base64(i)),
+            _ => None,
+        })
+        .collect();
+    let mut text = result.text_content();
+    if !images.is_empty() {
+        pending.texts.push(format!(
+            "Image{} returned by {} (call {}):",
+            if images.len() == 1 { "" } else { "s" },
+            result.name,
+            result.call_id
+        ));
+        if text.is_empty() {
+            text = format!(
+                "(returned {} image(s), attached in the next user message)",
+                images.len()
+            );
+        }
+        pending.images.extend(images);
+    }
+    if text.is_empty() {
+        text = "(no output)".into();
+    }
+    if result.is_error {
+        text = format!("Error: {text}");
+    }
+    json!({"role": "tool", "tool_name": result.name, "tool_call_id": result.call_id, "content": text})
+}
+
+fn tool_spec(tool: &ToolSpec) -> Value {
+    let mut function = Map::new();
+    function.insert("name".into(), Value::String(tool.name.clone()));
+    if !tool.description.is_empty() {
+        function.insert(
+            "description".into(),
+            Value::String(tool.description.clone()),
+        );
+    }
+    function.insert("parameters".into(), tool_parameters(&tool.input_schema));
+    json!({"type": "function", "function": function})
+}
+
+// TEMPORARY until `crate::schema::portable_tool_schema` lands.
+fn tool_parameters(schema: &Value) -> Value {
+    schema.clone()
+}

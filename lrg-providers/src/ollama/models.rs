@@ -1,0 +1,84 @@
+//! Model listing: `/api/tags`, with each model's context length from
+//! `/api/show`.
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+
+use super::OllamaChat;
+use crate::{ModelInfo, ModelLocation, ProviderError};
+
+/// How many `/api/show` calls run at once.
+const SHOW_CONCURRENCY: usize = 8;
+
+/// The model names in a `/api/tags` answer.
+pub fn parse_tags(value: &Value) -> Result<Vec<String>, ProviderError> {
+    let Some(models) = value.get("models").and_then(Value::as_array) else {
+        return Err(ProviderError::Protocol {
+            message: "Ollama's model list has no `models` array".into(),
+        });
+    };
+    Ok(models
+        .iter()
+        .filter_map(|m| {
+            m.get("name")
+                .or_else(|| m.get("model"))
+                .and_then(Value::as_str)
+        })
+        .map(str::to_string)
+        .collect())
+}
+
+/// The trained context length in a `/api/show` answer: `model_info`'s
+/// `<architecture>.context_length`, else any `*.context_length`.
+pub fn parse_context_length(show: &Value) -> Option<u32> {
+    let info = show.get("model_info")?.as_object()?;
+    let arch = info.get("general.architecture").and_then(Value::as_str);
+    let by_arch = arch.and_then(|a| info.get(&format!("{a}.context_length")));
+    let any = || {
+        info.iter()
+            .find(|(k, _)| k.ends_with(".context_length"))
+            .map(|(_, v)| v)
+    };
+    by_arch
+        .or_else(any)?
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+}
+
+pub(super) async fn list(chat: &OllamaChat) -> Result<Vec<ModelInfo>, ProviderError> {
+    let transport = &chat.transport;
+    let tags = transport
+        .get_json(transport.client().get(chat.endpoint("api/tags")), None)
+        .await?;
+    let names = parse_tags(&tags)?;
+    let sends_to = chat.info_sends_to();
+    let show_url = chat.endpoint("api/show");
+    // One failed `show` leaves that model's window unknown; the list stands.
+    let windows: Vec<Option<u32>> = futures::stream::iter(names.iter())
+        .map(|name| {
+            let request = transport.client().post(&show_url).json(&json!({"model": name}));
+            async move {
+                match transport.get_json(request, None).await {
+                    Ok(show) => parse_context_length(&show),
+                    Err(e) => {
+                        tracing::debug!(model = %name, error = %e, "ollama show failed; context length unknown");
+                        None
+                    }
+                }
+            }
+        })
+        .buffered(SHOW_CONCURRENCY)
+        .collect()
+        .await;
+    Ok(names
+        .into_iter()
+        .zip(windows)
+        .map(|(model, context_window)| ModelInfo {
+            provider: "ollama".into(),
+            model,
+            location: ModelLocation::Server,
+            context_window,
+            sends_to: sends_to.clone(),
+        })
+        .collect())
+}

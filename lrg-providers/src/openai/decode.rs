@@ -1,0 +1,436 @@
+//! The Chat Completions answer decoder: SSE chunks (or one whole JSON reply)
+//! in, [`TurnEvent`]s out. Tool-call fragments are joined here, tolerating the
+//! ways servers differ from OpenAI.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::dialect::ReasoningField;
+use crate::wire::{Decoder, Frame};
+use crate::{Message, Part, ProviderError, StopReason, ToolCall, TurnEvent, Usage};
+
+/// Decodes one Chat Completions answer.
+#[derive(Debug)]
+pub struct OpenAiDecoder {
+    reasoning_fields: &'static [ReasoningField],
+    calls: Vec<PendingCall>,
+    ids: CallIds,
+    finish: Option<StopReason>,
+    emitted_calls: bool,
+    ended: bool,
+}
+
+#[derive(Debug, Default)]
+struct PendingCall {
+    index: Option<i64>,
+    id: Option<String>,
+    name: String,
+    arguments: String,
+    arguments_json: Option<Value>,
+}
+
+impl OpenAiDecoder {
+    /// A decoder reading reasoning from `reasoning_fields` (first present
+    /// wins); ids it makes up for calls that lack one avoid those of `history`.
+    pub fn new(reasoning_fields: &'static [ReasoningField], history: &[Message]) -> Self {
+        Self {
+            reasoning_fields,
+            calls: Vec::new(),
+            ids: CallIds::from_history(history),
+            finish: None,
+            emitted_calls: false,
+            ended: false,
+        }
+    }
+
+    fn chunk(&mut self, chunk: Chunk, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        if let Some(error) = chunk.error {
+            return Err(stream_error(&error));
+        }
+        for choice in chunk.choices.unwrap_or_default() {
+            if let Some(delta) = choice.delta.or(choice.message) {
+                self.delta(delta, out);
+            }
+            if let Some(reason) = choice.finish_reason {
+                let has_calls = !self.calls.is_empty() || self.emitted_calls;
+                self.finish = Some(stop_reason(&reason, has_calls));
+                self.flush_calls(out)?;
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            out.push(TurnEvent::Usage(Usage {
+                prompt_tokens: clamp(usage.prompt_tokens),
+                completion_tokens: clamp(usage.completion_tokens),
+            }));
+        }
+        Ok(())
+    }
+
+    fn delta(&mut self, delta: Delta, out: &mut Vec<TurnEvent>) {
+        let Delta {
+            content,
+            reasoning_content,
+            reasoning,
+            refusal,
+            tool_calls,
+        } = delta;
+        let mut reasoning_content = text_of(reasoning_content);
+        let mut reasoning = text_of(reasoning);
+        let picked = self.reasoning_fields.iter().find_map(|f| match f {
+            ReasoningField::ReasoningContent => reasoning_content.take(),
+            ReasoningField::Reasoning => reasoning.take(),
+        });
+        if let Some(text) = picked {
+            out.push(TurnEvent::ReasoningDelta { text });
+        }
+        for text in [text_of(content), text_of(refusal)].into_iter().flatten() {
+            out.push(TurnEvent::TextDelta { text });
+        }
+        for fragment in tool_calls.unwrap_or_default() {
+            self.fragment(fragment);
+        }
+    }
+
+    fn fragment(&mut self, fragment: CallDelta) {
+        let id = fragment.id.filter(|id| !id.is_empty());
+        let slot = self.slot(fragment.index, id.as_deref());
+        let call = &mut self.calls[slot];
+        if call.id.is_none() {
+            call.id = id;
+        }
+        let Some(function) = fragment.function else {
+            return;
+        };
+        if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+            // Servers that repeat the name on every fragment must not double it.
+            if call.name.is_empty() {
+                call.name = name;
+            }
+        }
+        match function.arguments {
+            Some(Value::String(s)) => call.arguments.push_str(&s),
+            Some(Value::Null) | None => {}
+            // Arguments sent as an object are whole; a later one replaces it.
+            Some(other) => call.arguments_json = Some(other),
+        }
+    }
+
+    /// Which pending call a fragment belongs to: by index, else by id, else
+    /// the last open call.
+    fn slot(&mut self, index: Option<i64>, id: Option<&str>) -> usize {
+        if let Some(index) = index {
+            if let Some(pos) = self.calls.iter().rposition(|c| c.index == Some(index)) {
+                // Some servers number every call 0; a new id means a new call.
+                let new_call = matches!((id, self.calls[pos].id.as_deref()), (Some(new), Some(old)) if new != old);
+                if !new_call {
+                    return pos;
+                }
+            }
+            return self.open(Some(index), id);
+        }
+        if let Some(id) = id {
+            if let Some(pos) = self.calls.iter().rposition(|c| c.id.as_deref() == Some(id)) {
+                return pos;
+            }
+            return self.open(None, Some(id));
+        }
+        match self.calls.len() {
+            0 => self.open(None, None),
+            n => n - 1,
+        }
+    }
+
+    fn open(&mut self, index: Option<i64>, id: Option<&str>) -> usize {
+        self.calls.push(PendingCall {
+            index,
+            id: id.map(str::to_string),
+            ..Default::default()
+        });
+        self.calls.len() - 1
+    }
+
+    fn flush_calls(&mut self, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        let cut_short = self.finish == Some(StopReason::MaxTokens);
+        for call in std::mem::take(&mut self.calls) {
+            if call.name.is_empty() {
+                return Err(ProviderError::Protocol {
+                    message: "the server sent a tool call without a tool name".into(),
+                });
+            }
+            let arguments = match call.arguments_json {
+                Some(value) => value,
+                None => parse_arguments(&call.name, &call.arguments, cut_short)?,
+            };
+            let id = self.ids.claim(call.id);
+            out.push(TurnEvent::ToolCall(ToolCall {
+                id,
+                name: call.name,
+                arguments,
+            }));
+            self.emitted_calls = true;
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        self.flush_calls(out)?;
+        let stop = self.finish.take().unwrap_or(if self.emitted_calls {
+            StopReason::ToolCalls
+        } else {
+            StopReason::EndTurn
+        });
+        out.push(TurnEvent::End { stop });
+        self.ended = true;
+        Ok(())
+    }
+}
+
+impl Decoder for OpenAiDecoder {
+    fn decode(&mut self, frame: &Frame, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        let data = frame.data.trim();
+        if self.ended || data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            return self.end(out);
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| frame_error(&e, data))?;
+        self.chunk(chunk, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        if self.ended {
+            return Ok(());
+        }
+        if self.finish.is_none() {
+            return Err(ProviderError::transient(
+                "the stream ended before the answer was complete (no finish_reason and no [DONE])",
+            ));
+        }
+        self.end(out)
+    }
+}
+
+/// Ids for tool calls, unique in the conversation: a server's own id is kept
+/// unless it is missing or already taken, else `call_<n>` is made up.
+#[derive(Debug, Default)]
+pub(crate) struct CallIds {
+    taken: HashSet<String>,
+    next: usize,
+}
+
+impl CallIds {
+    /// Ids already used in `history`.
+    pub(crate) fn from_history(history: &[Message]) -> Self {
+        let taken: HashSet<String> = history
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .filter_map(|p| match p {
+                Part::ToolCall(c) => Some(c.id.clone()),
+                _ => None,
+            })
+            .collect();
+        Self {
+            next: taken.len() + 1,
+            taken,
+        }
+    }
+
+    /// `proposed` when it is new, else a fresh `call_<n>`.
+    pub(crate) fn claim(&mut self, proposed: Option<String>) -> String {
+        if let Some(id) = proposed.filter(|id| !id.is_empty() && !self.taken.contains(id)) {
+            self.taken.insert(id.clone());
+            return id;
+        }
+        loop {
+            let id = format!("call_{}", self.next);
+            self.next += 1;
+            if self.taken.insert(id.clone()) {
+                return id;
+            }
+        }
+    }
+}
+
+fn parse_arguments(tool: &str, raw: &str, cut_short: bool) -> Result<Value, ProviderError> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(raw) {
+        // Some servers encode the arguments object twice.
+        Ok(Value::String(inner)) => match serde_json::from_str::<Value>(&inner) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            _ => Ok(Value::String(inner)),
+        },
+        Ok(v) => Ok(v),
+        Err(e) => Err(ProviderError::Protocol {
+            message: format!(
+                "the arguments of the call to tool `{tool}` are not valid JSON ({e}){}: {}",
+                if cut_short {
+                    "; the answer hit its token limit while writing them"
+                } else {
+                    ""
+                },
+                snippet(raw)
+            ),
+        }),
+    }
+}
+
+/// The error for a frame that is not a JSON chunk. A frame cut off inside its
+/// JSON means the stream was cut (worth a retry); anything else is garbage.
+pub(crate) fn frame_error(e: &serde_json::Error, data: &str) -> ProviderError {
+    if e.is_eof() {
+        return ProviderError::transient(format!(
+            "the stream was cut in the middle of an event: {}",
+            snippet(data)
+        ));
+    }
+    ProviderError::Protocol {
+        message: format!("malformed stream frame ({e}): {}", snippet(data)),
+    }
+}
+
+/// An error the server reported inside the stream (`{"error": ...}`).
+pub(crate) fn stream_error(error: &Value) -> ProviderError {
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .or_else(|| error.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| error.to_string());
+    let lower = message.to_ascii_lowercase();
+    let overflow = [
+        "context length",
+        "context window",
+        "context_length_exceeded",
+        "maximum context",
+        "too many tokens",
+    ]
+    .iter()
+    .any(|p| lower.contains(p));
+    if overflow {
+        return ProviderError::ContextOverflow { message };
+    }
+    // Mid-stream failures are the server's (a crashed runner, its own "error
+    // parsing tool call" when the model wrote a malformed call): try again.
+    ProviderError::transient(format!(
+        "the server reported an error mid-answer: {}",
+        truncate(&message, 2_000)
+    ))
+}
+
+fn stop_reason(reason: &str, has_calls: bool) -> StopReason {
+    match reason {
+        "length" => StopReason::MaxTokens,
+        "tool_calls" | "function_call" => StopReason::ToolCalls,
+        // Several servers say "stop" after tool calls.
+        "stop" | "end_turn" | "eos" if has_calls => StopReason::ToolCalls,
+        "stop" | "end_turn" | "eos" => StopReason::EndTurn,
+        other => StopReason::Other(other.to_string()),
+    }
+}
+
+/// The text in a delta field: a string, or the `text` of an array of parts;
+/// `None` when empty or of another shape.
+fn text_of(value: Option<Value>) -> Option<String> {
+    let text = match value? {
+        Value::String(s) => s,
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => return None,
+    };
+    (!text.is_empty()).then_some(text)
+}
+
+fn clamp(n: Option<u64>) -> u32 {
+    n.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+fn snippet(text: &str) -> String {
+    let cut = truncate(text, 200);
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    }
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Option<Vec<Choice>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Option<Delta>,
+    /// A whole (non-streamed) reply carries `message` instead of `delta`.
+    #[serde(default)]
+    message: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+/// Text fields are read as any JSON so that a server putting something else
+/// there (an array of parts, a reasoning object) does not fail the answer.
+#[derive(Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    reasoning_content: Option<Value>,
+    #[serde(default)]
+    reasoning: Option<Value>,
+    #[serde(default)]
+    refusal: Option<Value>,
+    #[serde(default)]
+    tool_calls: Option<Vec<CallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct CallDelta {
+    #[serde(default)]
+    index: Option<i64>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    /// A string fragment, or (some servers) the whole arguments object.
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}

@@ -1,0 +1,140 @@
+//! What differs between OpenAI-compatible servers, as data: one [`Dialect`]
+//! per server family, read by the encoder and decoder instead of `if` chains
+//! on server names.
+
+use crate::ModelLocation;
+
+/// Which request field carries the answer budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTokensField {
+    /// `max_completion_tokens` (OpenAI; its reasoning models reject `max_tokens`).
+    MaxCompletionTokens,
+    /// `max_tokens` (every other server).
+    MaxTokens,
+}
+
+impl MaxTokensField {
+    /// The JSON field name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+            MaxTokensField::MaxTokens => "max_tokens",
+        }
+    }
+}
+
+/// A delta field a server streams reasoning in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReasoningField {
+    /// `reasoning_content` (DeepSeek, vLLM, llama.cpp, LM Studio).
+    ReasoningContent,
+    /// `reasoning` (Ollama's /v1, OpenRouter, newer vLLM).
+    Reasoning,
+}
+
+/// How one family of OpenAI-compatible servers speaks Chat Completions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dialect {
+    /// Short name, for logs and errors.
+    pub name: &'static str,
+    /// Provider prefix reported in [`crate::ModelInfo`] (`openai`, `lmstudio`, ...).
+    pub provider: &'static str,
+    /// Where such a server runs.
+    pub location: ModelLocation,
+    /// Base URL used when none is configured (`None`: one must be given).
+    pub default_base_url: Option<&'static str>,
+    /// Env var that overrides the base URL.
+    pub base_url_env: Option<&'static str>,
+    /// Env vars holding the key, first set wins.
+    pub key_env: &'static [&'static str],
+    /// Whether a request without a key is pointless (the cloud API).
+    pub key_required: bool,
+    /// The field carrying the answer budget.
+    pub max_tokens_field: MaxTokensField,
+    /// Answer budget when neither the request nor the config sets one.
+    pub default_max_tokens: u32,
+    /// Whether a temperature is sent (OpenAI's reasoning models reject one).
+    pub send_temperature: bool,
+    /// Whether to ask for usage in the stream (`stream_options.include_usage`).
+    pub stream_usage: bool,
+    /// Delta fields read as reasoning, in order; the first present one is used
+    /// so a server that fills two of them with the same text is not doubled.
+    pub reasoning_fields: &'static [ReasoningField],
+    /// Newest images kept attached (`None`: all; a cloud bills every resend).
+    pub image_limit: Option<usize>,
+}
+
+const BOTH_REASONING: &[ReasoningField] =
+    &[ReasoningField::ReasoningContent, ReasoningField::Reasoning];
+
+impl Dialect {
+    /// OpenAI's own API.
+    pub const OPENAI: Dialect = Dialect {
+        name: "OpenAI",
+        provider: "openai",
+        location: ModelLocation::Cloud,
+        default_base_url: Some("https://api.openai.com/v1"),
+        base_url_env: Some("OPENAI_BASE_URL"),
+        key_env: &["OPENAI_API_KEY"],
+        key_required: true,
+        max_tokens_field: MaxTokensField::MaxCompletionTokens,
+        default_max_tokens: 8_192,
+        send_temperature: false,
+        stream_usage: true,
+        reasoning_fields: &[],
+        image_limit: Some(crate::images::CLOUD_IMAGE_LIMIT),
+    };
+
+    /// LM Studio's OpenAI-compatible server.
+    pub const LMSTUDIO: Dialect = Dialect {
+        name: "LM Studio",
+        provider: "lmstudio",
+        default_base_url: Some("http://localhost:1234/v1"),
+        ..Self::SERVER
+    };
+
+    /// Ollama's OpenAI-compatible endpoint (`/v1`); see also
+    /// [`crate::ollama::OllamaChat`] for its native API.
+    pub const OLLAMA_V1: Dialect = Dialect {
+        name: "Ollama (/v1)",
+        provider: "ollama",
+        default_base_url: Some("http://localhost:11434/v1"),
+        reasoning_fields: &[ReasoningField::Reasoning, ReasoningField::ReasoningContent],
+        ..Self::SERVER
+    };
+
+    /// vLLM's OpenAI-compatible server.
+    pub const VLLM: Dialect = Dialect {
+        name: "vLLM",
+        default_base_url: Some("http://localhost:8000/v1"),
+        ..Self::SERVER
+    };
+
+    /// llama.cpp's `llama-server`.
+    pub const LLAMA_CPP: Dialect = Dialect {
+        name: "llama.cpp server",
+        default_base_url: Some("http://localhost:8080/v1"),
+        ..Self::SERVER
+    };
+
+    /// Any other OpenAI-compatible server, at a configured base URL.
+    pub const GENERIC: Dialect = Self::SERVER;
+
+    const SERVER: Dialect = Dialect {
+        name: "OpenAI-compatible server",
+        provider: "server",
+        location: ModelLocation::Server,
+        default_base_url: None,
+        base_url_env: None,
+        // Never OPENAI_API_KEY: that would hand an OpenAI key to whatever host
+        // the base URL names. A server's key comes from its config.
+        key_env: &[],
+        key_required: false,
+        max_tokens_field: MaxTokensField::MaxTokens,
+        default_max_tokens: 2_048,
+        send_temperature: true,
+        stream_usage: true,
+        reasoning_fields: BOTH_REASONING,
+        image_limit: None,
+    };
+}

@@ -1,0 +1,197 @@
+//! Request encoding for Chat Completions: a pure function from a
+//! [`TurnRequest`] to the JSON body.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value, json};
+
+use super::OpenAiConfig;
+use crate::images::limit_images;
+use crate::{Image, Message, Part, Role, ToolCall, ToolResult, ToolSpec, TurnRequest};
+
+/// The Chat Completions body for one streamed turn.
+pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Value {
+    let dialect = &config.dialect;
+    let history = match dialect.image_limit {
+        Some(keep) => limit_images(&request.messages, keep),
+        None => Cow::Borrowed(request.messages.as_slice()),
+    };
+
+    let mut messages = Vec::with_capacity(history.len() + 1);
+    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    // A tool message carries text only: images a tool returned wait here and
+    // follow in a user message right after the tool messages.
+    let mut pending: Vec<Value> = Vec::new();
+    for message in history.iter() {
+        match message.role {
+            Role::Assistant => {
+                flush_pending(&mut pending, &mut messages);
+                messages.push(assistant_message(message));
+            }
+            Role::User | Role::Tool => {
+                let mut content = Vec::new();
+                for part in &message.parts {
+                    match part {
+                        Part::ToolResult(result) => {
+                            messages.push(tool_message(result, &mut pending))
+                        }
+                        Part::Text { text } => content.push(text_part(text)),
+                        Part::Image(image) => content.push(image_part(image)),
+                        // Reasoning is not sent back; tool calls belong to
+                        // assistant messages; these servers have no native parts.
+                        Part::Reasoning { .. } | Part::ToolCall(_) | Part::Native(_) => {}
+                    }
+                }
+                pending.extend(content);
+                if message.role == Role::User {
+                    flush_pending(&mut pending, &mut messages);
+                }
+            }
+        }
+    }
+    flush_pending(&mut pending, &mut messages);
+
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(config.model.clone()));
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(request.tools.iter().map(tool_spec).collect()),
+        );
+    }
+    body.insert("stream".into(), Value::Bool(true));
+    if dialect.stream_usage {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    let max_tokens = request
+        .max_tokens
+        .or(config.max_tokens)
+        .unwrap_or(dialect.default_max_tokens);
+    body.insert(
+        dialect.max_tokens_field.as_str().into(),
+        Value::from(max_tokens),
+    );
+    if let Some(t) = request.temperature.or(config.temperature)
+        && dialect.send_temperature
+    {
+        body.insert("temperature".into(), json!(t));
+    }
+    Value::Object(body)
+}
+
+fn flush_pending(pending: &mut Vec<Value>, messages: &mut Vec<Value>) {
+    if pending.is_empty() {
+        return;
+    }
+    let parts = std::mem::take(pending);
+    messages.push(json!({"role": "user", "content": user_content(parts)}));
+}
+
+/// A plain string where the parts are all text (older servers take nothing
+/// else), the array form once an image is among them.
+fn user_content(parts: Vec<Value>) -> Value {
+    let all_text = parts.iter().all(|p| p["type"] == "text");
+    if !all_text {
+        return Value::Array(parts);
+    }
+    let texts: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+    Value::String(texts.join("\n"))
+}
+
+fn text_part(text: &str) -> Value {
+    json!({"type": "text", "text": text})
+}
+
+fn image_part(image: &Image) -> Value {
+    json!({
+        "type": "image_url",
+        "image_url": {"url": format!("data:{};base64,{}", image.mime, image.base64())},
+    })
+}
+
+fn assistant_message(message: &Message) -> Value {
+    let texts: Vec<&str> = message
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } if !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let calls: Vec<Value> = message.tool_calls().map(tool_call).collect();
+    let mut out = Map::new();
+    out.insert("role".into(), Value::from("assistant"));
+    let content = if texts.is_empty() && !calls.is_empty() {
+        Value::Null
+    } else {
+        Value::String(texts.join("\n"))
+    };
+    out.insert("content".into(), content);
+    if !calls.is_empty() {
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Value::Object(out)
+}
+
+fn tool_call(call: &ToolCall) -> Value {
+    json!({
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments.to_string()},
+    })
+}
+
+fn tool_message(result: &ToolResult, pending: &mut Vec<Value>) -> Value {
+    let images: Vec<&Image> = result
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Image(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    let mut text = result.text_content();
+    if !images.is_empty() {
+        pending.push(text_part(&format!(
+            "Image{} returned by {} (call {}):",
+            if images.len() == 1 { "" } else { "s" },
+            result.name,
+            result.call_id
+        )));
+        pending.extend(images.iter().map(|i| image_part(i)));
+        if text.is_empty() {
+            text = format!(
+                "(returned {} image(s), attached in the next user message)",
+                images.len()
+            );
+        }
+    }
+    if text.is_empty() {
+        text = "(no output)".into();
+    }
+    if result.is_error {
+        text = format!("Error: {text}");
+    }
+    json!({"role": "tool", "tool_call_id": result.call_id, "content": text})
+}
+
+fn tool_spec(tool: &ToolSpec) -> Value {
+    let mut function = Map::new();
+    function.insert("name".into(), Value::String(tool.name.clone()));
+    if !tool.description.is_empty() {
+        function.insert(
+            "description".into(),
+            Value::String(tool.description.clone()),
+        );
+    }
+    function.insert("parameters".into(), tool_parameters(&tool.input_schema));
+    json!({"type": "function", "function": function})
+}
+
+// TEMPORARY until `crate::schema::portable_tool_schema` lands.
+fn tool_parameters(schema: &Value) -> Value {
+    schema.clone()
+}
