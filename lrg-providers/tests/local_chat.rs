@@ -982,3 +982,91 @@ async fn cancelled_before_starting_does_not_run_the_engine() {
     );
     assert!(engine.turns.lock().unwrap().is_empty());
 }
+
+/// Write `text` as a JSON string body, choosing at random for each character
+/// among the ways JSON allows: as is, a short escape, or `\uXXXX` (a surrogate
+/// pair beyond the BMP).
+fn escape_randomly(text: &str, rng: &mut impl rand::Rng) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        let short = match c {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '/' => Some("\\/"),
+            '\n' => Some("\\n"),
+            '\t' => Some("\\t"),
+            '\r' => Some("\\r"),
+            '\u{8}' => Some("\\b"),
+            '\u{c}' => Some("\\f"),
+            _ => None,
+        };
+        let must_escape = c == '"' || c == '\\' || c < ' ';
+        match rng.random_range(0..3) {
+            0 if !must_escape => out.push(c),
+            1 if short.is_some() => out.push_str(short.unwrap_or_default()),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let hex = format!("{unit:04x}");
+                    out.push_str("\\u");
+                    out.push_str(&if rng.random_bool(0.5) {
+                        hex.to_uppercase()
+                    } else {
+                        hex
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn random_texts_with_random_escapes_and_random_chunks_decode_exactly() {
+    use rand::{Rng as _, SeedableRng as _};
+    const POOL: &[char] = &[
+        'a', 'z', ' ', '"', '\\', '/', '\n', '\t', '\r', '\u{8}', '\u{c}', '\u{1}', 'é', '中',
+        '😀', '𝄞', '\u{FFFF}', '{', '}', ':', ',',
+    ];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x10ca1);
+    for round in 0..300 {
+        let mut text = |rng: &mut rand::rngs::StdRng| -> String {
+            let len = rng.random_range(0..40);
+            (0..len)
+                .map(|_| POOL[rng.random_range(0..POOL.len())])
+                .collect()
+        };
+        let (analysis, reply) = (text(&mut rng), text(&mut rng));
+        let answer = format!(
+            r#"{{"analysis":"{}","reply":"{}"}}"#,
+            escape_randomly(&analysis, &mut rng),
+            escape_randomly(&reply, &mut rng)
+        );
+        let parsed: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(
+            (parsed["analysis"].as_str(), parsed["reply"].as_str()),
+            (Some(&*analysis), Some(&*reply))
+        );
+
+        let mut pieces = Vec::new();
+        let mut rest = answer.as_str();
+        while !rest.is_empty() {
+            let mut cut = rng.random_range(0..=rest.len().min(12));
+            while !rest.is_char_boundary(cut) {
+                cut += 1;
+            }
+            let (piece, tail) = rest.split_at(cut);
+            pieces.push(piece);
+            rest = tail;
+        }
+        assert_eq!(
+            decode(&pieces),
+            (analysis.clone(), reply.clone()),
+            "round {round}: {answer} in {pieces:?}"
+        );
+        assert_eq!(
+            parse_answer(&answer).unwrap(),
+            lrg_providers::local_chat::Answer::Reply { analysis, reply }
+        );
+    }
+}

@@ -201,7 +201,7 @@ impl ChatModel for LocalChatModel {
                     }
                     Err(_) if stop == EngineStop::MaxTokens => {
                         if decoder.raw().contains("\"call\"") {
-                            tracing::warn!(max_tokens = usage.completion_tokens, "answer budget ran out while the local model was writing a tool call; the call is dropped");
+                            tracing::warn!(completion_tokens = usage.completion_tokens, "answer budget ran out while the local model was writing a tool call; the call is dropped");
                         }
                         StopReason::MaxTokens
                     }
