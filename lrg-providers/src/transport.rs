@@ -132,6 +132,10 @@ impl HttpTransport {
                 }
                 for frame in frames.drain(..) {
                     if let Err(e) = decoder.decode(&frame, &mut events) {
+                        // What was decoded before the bad frame still arrived.
+                        for event in events.drain(..) {
+                            yield Ok(event);
+                        }
                         yield Err(e);
                         return;
                     }

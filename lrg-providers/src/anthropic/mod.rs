@@ -1,1 +1,276 @@
-//! The anthropic adapter (work in progress).
+//! Anthropic's Messages API (`POST /v1/messages`), streamed.
+//!
+//! [`AnthropicChat`] encodes a [`TurnRequest`] into a Messages body
+//! ([`encode`]), streams the answer through the shared
+//! [`HttpTransport`](crate::transport::HttpTransport) and decodes its events
+//! ([`decode`]). Claude's thinking blocks (with their signatures) and redacted
+//! thinking blocks come back as [`crate::NativePart`]s, in order with the text
+//! and tool calls, and go back unchanged with the tool results.
+
+mod decode;
+mod encode;
+mod models;
+
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+pub use decode::AnthropicDecoder;
+pub use encode::encode;
+
+use crate::transport::{HttpTransport, TransportConfig};
+use crate::wire::Framing;
+use crate::{ApiKey, ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
+
+/// Provider name used in model ids and on [`crate::NativePart`]s.
+pub const PROVIDER: &str = "anthropic";
+/// The API's default address.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header this adapter speaks.
+pub const API_VERSION: &str = "2023-06-01";
+/// Context window of current Claude models.
+pub const CLAUDE_CONTEXT_WINDOW: u32 = 200_000;
+/// Answer budget when neither the request nor the config sets one.
+pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
+
+/// How to reach Anthropic and what to ask for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnthropicConfig {
+    /// Base URL without `/v1` (e.g. `https://api.anthropic.com`, or a proxy).
+    pub base_url: String,
+    /// The API key, sent as `x-api-key`.
+    pub api_key: Option<ApiKey>,
+    /// Model name, e.g. `claude-sonnet-4-5`.
+    pub model: String,
+    /// Answer budget in tokens, unless the request sets one.
+    pub max_tokens: u32,
+    /// Sampling temperature, unless the request sets one (ignored with thinking on).
+    pub temperature: Option<f32>,
+    /// Extended thinking budget in tokens; `None` (the default) leaves thinking
+    /// off. Anthropic requires at least 1,024. It is added on top of the answer
+    /// budget, so thinking never eats the answer.
+    pub thinking_budget: Option<u32>,
+    /// Mark the system prompt, tools and conversation for prompt caching
+    /// (default on).
+    pub prompt_caching: bool,
+    /// Context window reported by [`ChatModel::info`]; `new` fills in
+    /// Claude's 200,000 tokens for `claude-*` models.
+    pub context_window: Option<u32>,
+    /// Timeouts.
+    pub transport: TransportConfig,
+}
+
+impl AnthropicConfig {
+    /// A config for `model` at the default address with `api_key`.
+    pub fn new(model: impl Into<String>, api_key: ApiKey) -> Self {
+        let model = model.into();
+        let context_window = model.starts_with("claude").then_some(CLAUDE_CONTEXT_WINDOW);
+        Self {
+            base_url: DEFAULT_BASE_URL.to_string(),
+            api_key: Some(api_key),
+            model,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            temperature: None,
+            thinking_budget: None,
+            prompt_caching: true,
+            context_window,
+            transport: TransportConfig::default(),
+        }
+    }
+
+    /// With this base URL (a proxy, or a fake server in tests).
+    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// With this answer budget.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// With this temperature (not sent while thinking is on).
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// With extended thinking on, with this budget (at least 1,024 is sent).
+    pub fn with_thinking_budget(mut self, tokens: u32) -> Self {
+        self.thinking_budget = Some(tokens);
+        self
+    }
+
+    /// With prompt caching on or off.
+    pub fn with_prompt_caching(mut self, on: bool) -> Self {
+        self.prompt_caching = on;
+        self
+    }
+
+    /// With these timeouts.
+    pub fn with_transport(mut self, transport: TransportConfig) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// A config for `model` from `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`
+    /// (optional). A missing key is a [`ProviderError::Config`] naming the variable.
+    pub fn from_env(model: impl Into<String>) -> Result<Self, ProviderError> {
+        let key =
+            ApiKey::from_env(&["ANTHROPIC_API_KEY"]).ok_or_else(|| ProviderError::Config {
+                message: "no Anthropic API key: set ANTHROPIC_API_KEY".to_string(),
+            })?;
+        let mut config = Self::new(model, key);
+        if let Some(url) = std::env::var("ANTHROPIC_BASE_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+        {
+            config.base_url = url.trim().to_string();
+        }
+        Ok(config)
+    }
+}
+
+/// Claude through the Messages API, as a [`ChatModel`].
+#[derive(Debug, Clone)]
+pub struct AnthropicChat {
+    config: AnthropicConfig,
+    base: String,
+    transport: HttpTransport,
+}
+
+impl AnthropicChat {
+    /// An adapter for `config`. Fails when there is no key or the base URL is
+    /// not an http(s) URL.
+    pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
+        if config.api_key.is_none() {
+            return Err(ProviderError::Config {
+                message:
+                    "no Anthropic API key: set ANTHROPIC_API_KEY or pass one in AnthropicConfig"
+                        .into(),
+            });
+        }
+        if config.model.trim().is_empty() {
+            return Err(ProviderError::Config {
+                message: "no Anthropic model name given".into(),
+            });
+        }
+        let base = normalize_base(&config.base_url, "ANTHROPIC_BASE_URL")?;
+        let transport = HttpTransport::new(config.transport.clone())?;
+        Ok(Self {
+            config,
+            base,
+            transport,
+        })
+    }
+
+    /// The adapter's config.
+    pub fn config(&self) -> &AnthropicConfig {
+        &self.config
+    }
+
+    /// The models this key can use (`GET /v1/models`, all pages).
+    pub async fn list_models(&self) -> Result<Vec<ModelInfo>, ProviderError> {
+        models::list(self).await
+    }
+
+    /// Whether anything answers HTTP at the base URL.
+    pub async fn reachable(&self) -> bool {
+        self.transport.reachable(&self.base).await
+    }
+
+    fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+    ) -> Result<reqwest::RequestBuilder, ProviderError> {
+        let url = reqwest::Url::parse(&format!("{}{path}", self.base)).map_err(|e| {
+            ProviderError::Config {
+                message: format!("bad Anthropic base URL: {e}"),
+            }
+        })?;
+        self.request_url(method, url)
+    }
+
+    fn request_url(
+        &self,
+        method: reqwest::Method,
+        url: reqwest::Url,
+    ) -> Result<reqwest::RequestBuilder, ProviderError> {
+        let key = self
+            .config
+            .api_key
+            .as_ref()
+            .ok_or_else(|| ProviderError::Config {
+                message: "no Anthropic API key: set ANTHROPIC_API_KEY".into(),
+            })?;
+        let mut key_header =
+            HeaderValue::from_str(key.expose()).map_err(|_| ProviderError::Config {
+                message: "the Anthropic API key holds characters an HTTP header cannot carry"
+                    .into(),
+            })?;
+        key_header.set_sensitive(true);
+        Ok(self
+            .transport
+            .client()
+            .request(method, url)
+            .header("x-api-key", key_header)
+            .header("anthropic-version", API_VERSION))
+    }
+}
+
+impl ChatModel for AnthropicChat {
+    fn info(&self) -> ModelInfo {
+        ModelInfo {
+            provider: PROVIDER.to_string(),
+            model: self.config.model.clone(),
+            location: ModelLocation::Cloud,
+            context_window: self.config.context_window,
+            sends_to: host_of(&self.base),
+        }
+    }
+
+    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        let prepared = encode(&request, &self.config).and_then(|body| {
+            let http = self.request(reqwest::Method::POST, "/v1/messages")?;
+            Ok(http
+                .header(CONTENT_TYPE, "application/json")
+                .header("accept", "text/event-stream")
+                .json(&body))
+        });
+        let http = match prepared {
+            Ok(http) => http,
+            Err(e) => return Box::pin(futures::stream::once(async move { Err(e) })),
+        };
+        tracing::debug!(model = %self.config.model, host = ?host_of(&self.base), messages = request.messages.len(), "anthropic turn");
+        let decoder = AnthropicDecoder::new(&self.config.model);
+        self.transport.stream(
+            http,
+            Framing::Sse,
+            Box::new(decoder),
+            self.config.api_key.clone(),
+            cancel,
+        )
+    }
+}
+
+/// Trim a base URL and drop a trailing `/v1`, so both `https://api.anthropic.com`
+/// and `https://api.anthropic.com/v1` work.
+fn normalize_base(url: &str, var: &str) -> Result<String, ProviderError> {
+    let url = url.trim().trim_end_matches('/');
+    let url = url.strip_suffix("/v1").unwrap_or(url);
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {
+            Ok(url.to_string())
+        }
+        _ => Err(ProviderError::Config {
+            message: format!("the Anthropic base URL `{url}` is not an http(s) URL (check {var})"),
+        }),
+    }
+}
+
+fn host_of(url: &str) -> Option<String> {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+}

@@ -1,0 +1,584 @@
+//! Messages API events → [`TurnEvent`]s. A state machine fed one SSE frame at a
+//! time; a whole non-streamed reply (`{"type": "message", ...}`) is decoded
+//! from a single frame by the same code.
+
+use serde_json::{Value, json};
+
+use super::PROVIDER;
+use crate::wire::{Decoder, Frame};
+use crate::{NativePart, ProviderError, StopReason, ToolCall, TurnEvent, Usage};
+
+/// Longest piece of a bad frame quoted in an error.
+const QUOTE: usize = 200;
+
+/// Decoder for one streamed (or whole) Messages API answer.
+#[derive(Debug)]
+pub struct AnthropicDecoder {
+    model: String,
+    /// Open content blocks, by the API's `index`.
+    blocks: Vec<Option<Block>>,
+    input_tokens: u64,
+    cache_creation: u64,
+    cache_read: u64,
+    output_tokens: u64,
+    saw_usage: bool,
+    stop: Option<StopReason>,
+    started: bool,
+    done: bool,
+}
+
+#[derive(Debug)]
+enum Block {
+    Text,
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    Redacted {
+        value: Value,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+        input: Option<Value>,
+    },
+    /// A block type this adapter does not use (server tools, ...): skipped.
+    Ignored,
+}
+
+impl AnthropicDecoder {
+    /// A decoder for an answer from `model` (recorded on native parts).
+    pub fn new(model: &str) -> Self {
+        Self {
+            model: model.to_string(),
+            blocks: Vec::new(),
+            input_tokens: 0,
+            cache_creation: 0,
+            cache_read: 0,
+            output_tokens: 0,
+            saw_usage: false,
+            stop: None,
+            started: false,
+            done: false,
+        }
+    }
+
+    fn native(&self, value: Value) -> TurnEvent {
+        TurnEvent::Native(NativePart {
+            provider: PROVIDER.to_string(),
+            model: self.model.clone(),
+            value,
+        })
+    }
+
+    fn usage(&self) -> TurnEvent {
+        let prompt = self.input_tokens + self.cache_creation + self.cache_read;
+        TurnEvent::Usage(Usage {
+            prompt_tokens: clamp(prompt),
+            completion_tokens: clamp(self.output_tokens),
+        })
+    }
+
+    fn read_usage(&mut self, usage: &Value) {
+        let take = |field: &str, slot: &mut u64| {
+            if let Some(n) = usage.get(field).and_then(Value::as_u64) {
+                *slot = n;
+                true
+            } else {
+                false
+            }
+        };
+        let mut any = take("input_tokens", &mut self.input_tokens);
+        any |= take("cache_creation_input_tokens", &mut self.cache_creation);
+        any |= take("cache_read_input_tokens", &mut self.cache_read);
+        any |= take("output_tokens", &mut self.output_tokens);
+        self.saw_usage |= any;
+    }
+
+    fn event(
+        &mut self,
+        kind: &str,
+        v: &Value,
+        out: &mut Vec<TurnEvent>,
+    ) -> Result<(), ProviderError> {
+        match kind {
+            "message_start" => {
+                self.started = true;
+                if let Some(usage) = v.pointer("/message/usage") {
+                    self.read_usage(usage);
+                }
+            }
+            "content_block_start" => {
+                let index = index_of(v, kind)?;
+                let block = v
+                    .get("content_block")
+                    .ok_or_else(|| missing(kind, "content_block"))?;
+                self.start_block(index, block, out)?;
+            }
+            "content_block_delta" => {
+                let index = index_of(v, kind)?;
+                let delta = v.get("delta").ok_or_else(|| missing(kind, "delta"))?;
+                self.delta(index, delta, out)?;
+            }
+            "content_block_stop" => {
+                let index = index_of(v, kind)?;
+                self.stop_block(index, out)?;
+            }
+            "message_delta" => {
+                if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop = Some(stop_reason(reason));
+                }
+                if let Some(usage) = v.get("usage") {
+                    self.read_usage(usage);
+                    out.push(self.usage());
+                }
+            }
+            "message_stop" => self.end(out),
+            "message" => self.whole(v, out)?,
+            "error" => return Err(stream_error(v)),
+            // `ping` and events added to the API later.
+            other => tracing::trace!(event = other, "anthropic: ignored event"),
+        }
+        Ok(())
+    }
+
+    fn start_block(
+        &mut self,
+        index: usize,
+        block: &Value,
+        out: &mut Vec<TurnEvent>,
+    ) -> Result<(), ProviderError> {
+        let str_field = |f: &str| {
+            block
+                .get(f)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let state = match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = str_field("text");
+                if !text.is_empty() {
+                    out.push(TurnEvent::TextDelta { text });
+                }
+                Block::Text
+            }
+            Some("thinking") => {
+                let thinking = str_field("thinking");
+                if !thinking.is_empty() {
+                    out.push(TurnEvent::ReasoningDelta {
+                        text: thinking.clone(),
+                    });
+                }
+                Block::Thinking {
+                    thinking,
+                    signature: str_field("signature"),
+                }
+            }
+            Some("redacted_thinking") => Block::Redacted {
+                value: block.clone(),
+            },
+            Some("tool_use") => {
+                let id = str_field("id");
+                let name = str_field("name");
+                if id.is_empty() || name.is_empty() {
+                    return Err(protocol(format!(
+                        "a tool_use block without id or name: {}",
+                        quote(&block.to_string())
+                    )));
+                }
+                // Streamed blocks start with `input: {}` and fill it by deltas;
+                // a whole reply carries the input itself.
+                let input = block
+                    .get("input")
+                    .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                    .cloned();
+                Block::ToolUse {
+                    id,
+                    name,
+                    json: String::new(),
+                    input,
+                }
+            }
+            other => {
+                tracing::debug!(block = ?other, "anthropic: ignored content block");
+                Block::Ignored
+            }
+        };
+        if self.blocks.len() <= index {
+            self.blocks.resize_with(index + 1, || None);
+        }
+        self.blocks[index] = Some(state);
+        Ok(())
+    }
+
+    fn delta(
+        &mut self,
+        index: usize,
+        delta: &Value,
+        out: &mut Vec<TurnEvent>,
+    ) -> Result<(), ProviderError> {
+        let block = self
+            .blocks
+            .get_mut(index)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| {
+                protocol(format!(
+                    "a delta for content block {index}, which was never started"
+                ))
+            })?;
+        let text = |f: &str| delta.get(f).and_then(Value::as_str).unwrap_or_default();
+        match (delta.get("type").and_then(Value::as_str), block) {
+            (Some("text_delta"), Block::Text) => {
+                let t = text("text");
+                if !t.is_empty() {
+                    out.push(TurnEvent::TextDelta {
+                        text: t.to_string(),
+                    });
+                }
+            }
+            (Some("thinking_delta"), Block::Thinking { thinking, .. }) => {
+                let t = text("thinking");
+                if !t.is_empty() {
+                    thinking.push_str(t);
+                    out.push(TurnEvent::ReasoningDelta {
+                        text: t.to_string(),
+                    });
+                }
+            }
+            (Some("signature_delta"), Block::Thinking { signature, .. }) => {
+                signature.push_str(text("signature"))
+            }
+            (Some("input_json_delta"), Block::ToolUse { json, .. }) => {
+                json.push_str(text("partial_json"))
+            }
+            (_, Block::Ignored) => {}
+            (kind, _) => tracing::debug!(delta = ?kind, index, "anthropic: ignored delta"),
+        }
+        Ok(())
+    }
+
+    fn stop_block(&mut self, index: usize, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        let block = self
+            .blocks
+            .get_mut(index)
+            .and_then(Option::take)
+            .ok_or_else(|| {
+                protocol(format!(
+                    "content block {index} stopped but was never started"
+                ))
+            })?;
+        match block {
+            Block::Thinking {
+                thinking,
+                signature,
+            } => {
+                out.push(self.native(
+                    json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+                ));
+            }
+            Block::Redacted { value } => out.push(self.native(value)),
+            Block::ToolUse {
+                id,
+                name,
+                json,
+                input,
+            } => {
+                let arguments = if json.trim().is_empty() {
+                    input.unwrap_or_else(|| json!({}))
+                } else {
+                    serde_json::from_str(&json).map_err(|e| {
+                        ProviderError::transient(format!(
+                            "the model's arguments for tool `{name}` are not valid JSON ({e})"
+                        ))
+                    })?
+                };
+                out.push(TurnEvent::ToolCall(ToolCall {
+                    id,
+                    name,
+                    arguments,
+                }));
+            }
+            Block::Text | Block::Ignored => {}
+        }
+        Ok(())
+    }
+
+    /// A whole (non-streamed) reply: every block started and stopped at once.
+    fn whole(&mut self, v: &Value, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        self.started = true;
+        let content = v
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| missing("message", "content"))?;
+        for (index, block) in content.iter().enumerate() {
+            self.start_block(index, block, out)?;
+            self.stop_block(index, out)?;
+        }
+        if let Some(reason) = v.get("stop_reason").and_then(Value::as_str) {
+            self.stop = Some(stop_reason(reason));
+        }
+        if let Some(usage) = v.get("usage") {
+            self.read_usage(usage);
+            out.push(self.usage());
+        }
+        self.end(out);
+        Ok(())
+    }
+
+    fn end(&mut self, out: &mut Vec<TurnEvent>) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let stop = self.stop.clone().unwrap_or(StopReason::EndTurn);
+        out.push(TurnEvent::End { stop });
+    }
+}
+
+impl Decoder for AnthropicDecoder {
+    fn decode(&mut self, frame: &Frame, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        let v: Value = serde_json::from_str(&frame.data).map_err(|e| {
+            let event = frame.event.as_deref().unwrap_or("(unnamed)");
+            // JSON that stops short is a stream cut mid-event: worth a retry.
+            if e.is_eof() {
+                return ProviderError::transient(format!(
+                    "the Anthropic stream was cut in the middle of event `{event}`: {}",
+                    quote(&frame.data)
+                ));
+            }
+            protocol(format!(
+                "event `{event}` is not valid JSON ({e}): {}",
+                quote(&frame.data)
+            ))
+        })?;
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .or(frame.event.as_deref())
+            .ok_or_else(|| protocol(format!("an event without a type: {}", quote(&frame.data))))?
+            .to_string();
+        self.event(&kind, &v, out)
+    }
+
+    fn finish(&mut self, _out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        let what = if self.started {
+            "before message_stop"
+        } else {
+            "before any message"
+        };
+        Err(ProviderError::transient(format!(
+            "the Anthropic stream ended {what}"
+        )))
+    }
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "end_turn" | "stop_sequence" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolCalls,
+        "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
+        other => StopReason::Other(other.to_string()),
+    }
+}
+
+/// An `error` event inside a 200 stream (`overloaded_error`, ...).
+fn stream_error(v: &Value) -> ProviderError {
+    let kind = v
+        .pointer("/error/type")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown_error");
+    let detail = v
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or("no message");
+    let message = format!("Anthropic reported {kind}: {detail}");
+    match kind {
+        "invalid_request_error" if detail.to_ascii_lowercase().contains("prompt is too long") => {
+            ProviderError::ContextOverflow { message }
+        }
+        "invalid_request_error" | "request_too_large" => ProviderError::BadRequest { message },
+        "authentication_error" | "permission_error" => ProviderError::Auth { message },
+        "not_found_error" => ProviderError::ModelNotFound { message },
+        // overloaded_error, api_error, rate_limit_error, timeout_error, and
+        // anything new: the server's trouble, worth a retry.
+        _ => ProviderError::transient(message),
+    }
+}
+
+fn index_of(v: &Value, kind: &str) -> Result<usize, ProviderError> {
+    let index = v
+        .get("index")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| missing(kind, "index"))?;
+    // A real answer has a handful of blocks; refuse absurd indexes rather than
+    // allocate for them.
+    usize::try_from(index)
+        .ok()
+        .filter(|&i| i < 10_000)
+        .ok_or_else(|| protocol(format!("`{kind}` has an out-of-range index {index}")))
+}
+
+fn missing(kind: &str, field: &str) -> ProviderError {
+    protocol(format!("`{kind}` event without `{field}`"))
+}
+
+fn protocol(message: String) -> ProviderError {
+    ProviderError::Protocol {
+        message: format!("Anthropic stream: {message}"),
+    }
+}
+
+fn quote(data: &str) -> String {
+    if data.len() <= QUOTE {
+        return data.to_string();
+    }
+    let mut end = QUOTE;
+    while !data.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &data[..end])
+}
+
+fn clamp(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(frames: &[&str]) -> (Vec<TurnEvent>, Result<(), ProviderError>) {
+        let mut d = AnthropicDecoder::new("m");
+        let mut out = Vec::new();
+        for f in frames {
+            if let Err(e) = d.decode(
+                &Frame {
+                    event: None,
+                    data: (*f).to_string(),
+                },
+                &mut out,
+            ) {
+                return (out, Err(e));
+            }
+        }
+        let r = d.finish(&mut out);
+        (out, r)
+    }
+
+    #[test]
+    fn whole_reply_in_one_frame() {
+        let reply = json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+            "content": [
+                {"type": "thinking", "thinking": "think", "signature": "S"},
+                {"type": "text", "text": "Hi"},
+                {"type": "tool_use", "id": "toolu_1", "name": "t", "input": {"a": 1}},
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 10, "cache_read_input_tokens": 5, "output_tokens": 3},
+        });
+        let (events, r) = run(&[&reply.to_string()]);
+        r.unwrap();
+        assert_eq!(
+            events,
+            vec![
+                TurnEvent::ReasoningDelta {
+                    text: "think".into()
+                },
+                TurnEvent::Native(NativePart {
+                    provider: "anthropic".into(),
+                    model: "m".into(),
+                    value: json!({"type": "thinking", "thinking": "think", "signature": "S"})
+                }),
+                TurnEvent::TextDelta { text: "Hi".into() },
+                TurnEvent::ToolCall(ToolCall {
+                    id: "toolu_1".into(),
+                    name: "t".into(),
+                    arguments: json!({"a": 1})
+                }),
+                TurnEvent::Usage(Usage {
+                    prompt_tokens: 15,
+                    completion_tokens: 3
+                }),
+                TurnEvent::End {
+                    stop: StopReason::ToolCalls
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn cut_stream_is_transient() {
+        let (_, r) = run(&[r#"{"type":"message_start","message":{"usage":{"input_tokens":1}}}"#]);
+        assert!(r.unwrap_err().is_transient());
+    }
+
+    #[test]
+    fn overloaded_error_event_is_transient() {
+        let (_, r) = run(&[
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ]);
+        let e = r.unwrap_err();
+        assert!(e.is_transient(), "{e}");
+        assert!(e.to_string().contains("Overloaded"));
+    }
+
+    #[test]
+    fn garbage_frames_give_errors_not_panics() {
+        let garbage = [
+            "",
+            "{",
+            "null",
+            "[]",
+            "42",
+            "\"x\"",
+            "{}",
+            r#"{"type":5}"#,
+            r#"{"type":"content_block_start"}"#,
+            r#"{"type":"content_block_start","index":-1,"content_block":{"type":"text"}}"#,
+            r#"{"type":"content_block_start","index":99999999999,"content_block":{"type":"text"}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":null}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use"}}"#,
+            r#"{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}"#,
+            r#"{"type":"content_block_delta","index":0}"#,
+            r#"{"type":"content_block_stop","index":7}"#,
+            r#"{"type":"message_delta","delta":null,"usage":{"output_tokens":"many"}}"#,
+            r#"{"type":"message","content":"nope"}"#,
+            r#"{"type":"error"}"#,
+            "\u{0}\u{ffff}",
+        ];
+        for g in garbage {
+            let _ = run(&[g]);
+            let _ = run(&[
+                r#"{"type":"message_start","message":{}}"#,
+                g,
+                r#"{"type":"message_stop"}"#,
+            ]);
+        }
+        // A started text block followed by every garbage delta shape.
+        for g in garbage {
+            let start = r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"a","name":"b","input":{}}}"#;
+            let delta = format!(
+                r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"input_json_delta","partial_json":{}}}}}"#,
+                serde_json::Value::String(g.to_string())
+            );
+            let (_, r) = run(&[
+                start,
+                &delta,
+                r#"{"type":"content_block_stop","index":0}"#,
+                r#"{"type":"message_stop"}"#,
+            ]);
+            if !g.trim().is_empty() && serde_json::from_str::<Value>(g).is_err() {
+                assert!(r.is_err(), "bad arguments {g:?} must be an error");
+            }
+        }
+    }
+}
