@@ -87,22 +87,41 @@ fn tool_schema(_name: &str, schema: &Value) -> Result<Value, ProviderError> {
 /// One `Content` under construction.
 struct Turn {
     role: &'static str,
+    /// A user turn holding the function responses to the model turn before
+    /// it. Kept apart from the user's own words: Gemini wants a responses turn
+    /// to answer the calls and nothing else.
+    responses: bool,
     parts: Vec<Value>,
 }
 
 fn encode_contents(messages: &[Message], model: &str) -> Vec<Value> {
     let mut turns: Vec<Turn> = Vec::new();
     for message in messages {
-        let (role, parts) = match message.role {
-            Role::Assistant => ("model", model_parts(&message.parts, model)),
-            Role::User | Role::Tool => ("user", user_parts(&message.parts)),
+        let split: Vec<(bool, Vec<Value>)> = match message.role {
+            Role::Assistant => vec![(false, model_parts(&message.parts, model))],
+            Role::User | Role::Tool => {
+                let (responses, others) = user_parts(&message.parts)
+                    .into_iter()
+                    .partition(|p: &Value| p.get("functionResponse").is_some());
+                vec![(true, responses), (false, others)]
+            }
         };
-        if parts.is_empty() {
-            continue;
-        }
-        match turns.last_mut() {
-            Some(last) if last.role == role => last.parts.extend(parts),
-            _ => turns.push(Turn { role, parts }),
+        let role = if message.role == Role::Assistant {
+            "model"
+        } else {
+            "user"
+        };
+        for (responses, parts) in split.into_iter().filter(|(_, p)| !p.is_empty()) {
+            match turns.last_mut() {
+                Some(last) if last.role == role && last.responses == responses => {
+                    last.parts.extend(parts)
+                }
+                _ => turns.push(Turn {
+                    role,
+                    responses,
+                    parts,
+                }),
+            }
         }
     }
     pair_responses(&mut turns);
@@ -201,18 +220,20 @@ fn function_response(result: &ToolResult) -> Value {
     json!({"functionResponse": response})
 }
 
-/// Each `functionCall` of a model turn is answered in the next user turn
-/// (responses first, in call order); a response whose call is not in the turn
-/// before becomes text, and a call without a response gets an error response.
+/// Each `functionCall` of a model turn is answered in the responses turn
+/// right after it, in call order; a response whose call is not in the model
+/// turn before becomes text, and a call without a response gets an error
+/// response.
 fn pair_responses(turns: &mut Vec<Turn>) {
     let mut i = 0;
     while i < turns.len() {
         let has_calls = turns[i].role == "model" && !calls_of(&turns[i]).is_empty();
-        if has_calls && turns.get(i + 1).is_none_or(|t| t.role != "user") {
+        if has_calls && turns.get(i + 1).is_none_or(|t| !t.responses) {
             turns.insert(
                 i + 1,
                 Turn {
                     role: "user",
+                    responses: true,
                     parts: Vec::new(),
                 },
             );
@@ -220,7 +241,7 @@ fn pair_responses(turns: &mut Vec<Turn>) {
         i += 1;
     }
     for i in 0..turns.len() {
-        if turns[i].role != "user" {
+        if !turns[i].responses {
             continue;
         }
         let calls = match i.checked_sub(1).map(|p| &turns[p]) {
@@ -385,6 +406,34 @@ mod tests {
         assert_eq!(
             body["generationConfig"]["thinkingConfig"]["includeThoughts"],
             true
+        );
+    }
+
+    #[test]
+    fn responses_stay_apart_from_the_users_words() {
+        let assistant = Message {
+            role: Role::Assistant,
+            parts: vec![Part::ToolCall(call("c1"))],
+        };
+        let mut results = Message::tool_results([ToolResult::text(&call("c1"), "one", false)]);
+        results.parts.push(Part::text("also, hurry"));
+        let req = TurnRequest {
+            messages: vec![
+                Message::user("q"),
+                assistant,
+                results,
+                Message::user("please"),
+            ],
+            ..Default::default()
+        };
+        let body = encode(&req, &GeminiConfig::new("gemini-3-pro", ApiKey::new("k"))).unwrap();
+        let contents = body["contents"].as_array().cloned().unwrap_or_default();
+        assert_eq!(contents.len(), 4, "{body:#}");
+        assert_eq!(contents[2]["parts"].as_array().map(Vec::len), Some(1));
+        assert_eq!(contents[2]["parts"][0]["functionResponse"]["id"], "c1");
+        assert_eq!(
+            contents[3],
+            json!({"role": "user", "parts": [{"text": "also, hurry"}, {"text": "please"}]})
         );
     }
 
