@@ -4,14 +4,15 @@
 use serde_json::{Map, Value, json};
 
 use super::OllamaConfig;
-use crate::{Image, Message, Part, Role, ToolResult, ToolSpec, TurnRequest};
+use crate::openai::decimal;
+use crate::{Image, Message, Part, ProviderError, Role, ToolResult, ToolSpec, TurnRequest};
 
 /// Ollama's answer budget when neither the request nor the config sets one:
 /// a server's window may be small.
 pub const DEFAULT_NUM_PREDICT: u32 = 2_048;
 
 /// The `/api/chat` body for one streamed turn.
-pub fn encode(request: &TurnRequest, config: &OllamaConfig) -> Value {
+pub fn encode(request: &TurnRequest, config: &OllamaConfig) -> Result<Value, ProviderError> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
         messages.push(json!({"role": "system", "content": system}));
@@ -51,23 +52,25 @@ pub fn encode(request: &TurnRequest, config: &OllamaConfig) -> Value {
         .unwrap_or(DEFAULT_NUM_PREDICT);
     options.insert("num_predict".into(), Value::from(budget));
     if let Some(t) = request.temperature.or(config.temperature) {
-        options.insert("temperature".into(), json!(t));
+        options.insert("temperature".into(), Value::from(decimal(t)));
     }
     let mut body = Map::new();
     body.insert("model".into(), Value::String(config.model.clone()));
     body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            Value::Array(request.tools.iter().map(tool_spec).collect()),
-        );
+        let tools = request
+            .tools
+            .iter()
+            .map(tool_spec)
+            .collect::<Result<Vec<_>, _>>()?;
+        body.insert("tools".into(), Value::Array(tools));
     }
     body.insert("stream".into(), Value::Bool(true));
     if let Some(think) = config.think {
         body.insert("think".into(), Value::Bool(think));
     }
     body.insert("options".into(), Value::Object(options));
-    Value::Object(body)
+    Ok(Value::Object(body))
 }
 
 /// Text and images waiting to go out as one user message.
@@ -139,12 +142,15 @@ fn tool_message(result: &ToolResult, pending: &mut Pending) -> Value {
             result.name,
             result.call_id
         ));
-        if text.is_empty() {
-            text = format!(
-                "(returned {} image(s), attached in the next user message)",
-                images.len()
-            );
-        }
+        let note = format!(
+            "({} image(s) attached in the next user message)",
+            images.len()
+        );
+        text = if text.is_empty() {
+            note
+        } else {
+            format!("{text}\n{note}")
+        };
         pending.images.extend(images);
     }
     if text.is_empty() {
@@ -156,7 +162,7 @@ fn tool_message(result: &ToolResult, pending: &mut Pending) -> Value {
     json!({"role": "tool", "tool_name": result.name, "tool_call_id": result.call_id, "content": text})
 }
 
-fn tool_spec(tool: &ToolSpec) -> Value {
+fn tool_spec(tool: &ToolSpec) -> Result<Value, ProviderError> {
     let mut function = Map::new();
     function.insert("name".into(), Value::String(tool.name.clone()));
     if !tool.description.is_empty() {
@@ -165,11 +171,11 @@ fn tool_spec(tool: &ToolSpec) -> Value {
             Value::String(tool.description.clone()),
         );
     }
-    function.insert("parameters".into(), tool_parameters(&tool.input_schema));
-    json!({"type": "function", "function": function})
+    function.insert("parameters".into(), tool_parameters(tool)?);
+    Ok(json!({"type": "function", "function": function}))
 }
 
 // TEMPORARY until `crate::schema::portable_tool_schema` lands.
-fn tool_parameters(schema: &Value) -> Value {
-    schema.clone()
+fn tool_parameters(tool: &ToolSpec) -> Result<Value, ProviderError> {
+    Ok(tool.input_schema.clone())
 }

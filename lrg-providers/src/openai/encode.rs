@@ -7,10 +7,12 @@ use serde_json::{Map, Value, json};
 
 use super::OpenAiConfig;
 use crate::images::limit_images;
-use crate::{Image, Message, Part, Role, ToolCall, ToolResult, ToolSpec, TurnRequest};
+use crate::{
+    Image, Message, Part, ProviderError, Role, ToolCall, ToolResult, ToolSpec, TurnRequest,
+};
 
 /// The Chat Completions body for one streamed turn.
-pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Value {
+pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Result<Value, ProviderError> {
     let dialect = &config.dialect;
     let history = match dialect.image_limit {
         Some(keep) => limit_images(&request.messages, keep),
@@ -57,10 +59,12 @@ pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Value {
     body.insert("model".into(), Value::String(config.model.clone()));
     body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            Value::Array(request.tools.iter().map(tool_spec).collect()),
-        );
+        let tools = request
+            .tools
+            .iter()
+            .map(tool_spec)
+            .collect::<Result<Vec<_>, _>>()?;
+        body.insert("tools".into(), Value::Array(tools));
     }
     body.insert("stream".into(), Value::Bool(true));
     if dialect.stream_usage {
@@ -77,9 +81,9 @@ pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Value {
     if let Some(t) = request.temperature.or(config.temperature)
         && dialect.send_temperature
     {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature".into(), Value::from(decimal(t)));
     }
-    Value::Object(body)
+    Ok(Value::Object(body))
 }
 
 fn flush_pending(pending: &mut Vec<Value>, messages: &mut Vec<Value>) {
@@ -162,12 +166,15 @@ fn tool_message(result: &ToolResult, pending: &mut Vec<Value>) -> Value {
             result.call_id
         )));
         pending.extend(images.iter().map(|i| image_part(i)));
-        if text.is_empty() {
-            text = format!(
-                "(returned {} image(s), attached in the next user message)",
-                images.len()
-            );
-        }
+        let note = format!(
+            "({} image(s) attached in the next user message)",
+            images.len()
+        );
+        text = if text.is_empty() {
+            note
+        } else {
+            format!("{text}\n{note}")
+        };
     }
     if text.is_empty() {
         text = "(no output)".into();
@@ -178,7 +185,7 @@ fn tool_message(result: &ToolResult, pending: &mut Vec<Value>) -> Value {
     json!({"role": "tool", "tool_call_id": result.call_id, "content": text})
 }
 
-fn tool_spec(tool: &ToolSpec) -> Value {
+fn tool_spec(tool: &ToolSpec) -> Result<Value, ProviderError> {
     let mut function = Map::new();
     function.insert("name".into(), Value::String(tool.name.clone()));
     if !tool.description.is_empty() {
@@ -187,11 +194,16 @@ fn tool_spec(tool: &ToolSpec) -> Value {
             Value::String(tool.description.clone()),
         );
     }
-    function.insert("parameters".into(), tool_parameters(&tool.input_schema));
-    json!({"type": "function", "function": function})
+    function.insert("parameters".into(), tool_parameters(tool)?);
+    Ok(json!({"type": "function", "function": function}))
 }
 
 // TEMPORARY until `crate::schema::portable_tool_schema` lands.
-fn tool_parameters(schema: &Value) -> Value {
-    schema.clone()
+fn tool_parameters(tool: &ToolSpec) -> Result<Value, ProviderError> {
+    Ok(tool.input_schema.clone())
+}
+
+/// An `f32` setting as the decimal a person wrote (0.7, not 0.699999988).
+pub(crate) fn decimal(value: f32) -> f64 {
+    value.to_string().parse().unwrap_or(f64::from(value))
 }

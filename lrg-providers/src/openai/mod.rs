@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 pub use decode::OpenAiDecoder;
 pub(crate) use decode::{CallIds, frame_error, stream_error};
 pub use dialect::{Dialect, MaxTokensField, ReasoningField};
+pub(crate) use encode::decimal;
 pub use encode::encode;
 pub use models::parse_models;
 
@@ -212,7 +213,10 @@ impl ChatModel for OpenAiChat {
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
-        let body = encode(&request, &self.config);
+        let body = match encode(&request, &self.config) {
+            Ok(body) => body,
+            Err(e) => return failed(e),
+        };
         let decoder = OpenAiDecoder::new(self.config.dialect.reasoning_fields, &request.messages);
         tracing::debug!(
             server = self.config.dialect.name,
@@ -233,6 +237,11 @@ impl ChatModel for OpenAiChat {
             cancel,
         )
     }
+}
+
+/// A turn that fails before any request is sent.
+pub(crate) fn failed(error: ProviderError) -> TurnStream {
+    Box::pin(futures::stream::once(async move { Err(error) }))
 }
 
 /// Reject a base URL reqwest could not use, naming it (it never holds a key).

@@ -1,0 +1,457 @@
+//! OllamaChat against a fake Ollama server: NDJSON streams with thinking,
+//! whole tool calls and usage; request bodies (snapshotted); tool results
+//! paired with their calls across two turns; model list with context lengths;
+//! and faults. (Ollama has no API key, so there is none to leak.)
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
+
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use lrg_providers::ollama::{OllamaChat, OllamaConfig};
+use lrg_providers::transport::TransportConfig;
+use lrg_providers::{
+    AssistantTurn, ChatModel, Image, Message, ModelLocation, NativePart, Part, ProviderError,
+    StopReason, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage, collect_turn,
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio_util::sync::CancellationToken;
+use wiremock::matchers::{body_partial_json, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const WAIT: Duration = Duration::from_secs(10);
+const MODEL: &str = "qwen3:8b";
+
+fn chat_with(base: &str, idle: Duration) -> OllamaChat {
+    let transport = TransportConfig {
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: idle,
+    };
+    OllamaChat::new(
+        OllamaConfig::new(base, MODEL)
+            .with_temperature(0.6)
+            .with_transport(transport),
+    )
+    .unwrap()
+}
+
+fn chat(base: &str) -> OllamaChat {
+    chat_with(base, Duration::from_secs(5))
+}
+
+fn ndjson(lines: &[Value]) -> String {
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+fn line(message: Value) -> Value {
+    json!({"model": MODEL, "created_at": "2025-06-01T10:00:00.000Z", "message": message, "done": false})
+}
+
+fn text(content: &str) -> Value {
+    line(json!({"role": "assistant", "content": content}))
+}
+
+fn done(reason: &str, prompt: u32, completion: u32) -> Value {
+    json!({"model": MODEL, "created_at": "2025-06-01T10:00:01.000Z", "message": {"role": "assistant", "content": ""},
+           "done": true, "done_reason": reason, "total_duration": 912345678, "load_duration": 1234567,
+           "prompt_eval_count": prompt, "prompt_eval_duration": 2345678, "eval_count": completion, "eval_duration": 3456789})
+}
+
+fn stream_ok(body: String) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw(body, "application/x-ndjson")
+}
+
+async fn mount(server: &MockServer, response: ResponseTemplate) {
+    Mock::given(method("POST"))
+        .and(path("/api/chat"))
+        .respond_with(response)
+        .mount(server)
+        .await;
+}
+
+async fn turn(model: &OllamaChat, request: TurnRequest) -> Result<AssistantTurn, ProviderError> {
+    tokio::time::timeout(
+        WAIT,
+        collect_turn(model.turn(request, CancellationToken::new())),
+    )
+    .await
+    .expect("the turn did not end in time")
+}
+
+async fn bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.body_json::<Value>().unwrap())
+        .collect()
+}
+
+fn ask(text: &str) -> TurnRequest {
+    TurnRequest {
+        system: Some("You are terse.".into()),
+        messages: vec![Message::user(text)],
+        ..Default::default()
+    }
+}
+
+fn tool(name: &str, property: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: format!("The {property}"),
+        input_schema: json!({"type": "object", "properties": {property: {"type": "string"}}, "required": [property]}),
+        annotations: Default::default(),
+    }
+}
+
+#[tokio::test]
+async fn thinking_then_text_with_usage() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        stream_ok(ndjson(&[
+            line(json!({"role": "assistant", "content": "", "thinking": "Greet"})),
+            line(json!({"role": "assistant", "content": "", "thinking": " briefly."})),
+            text("Hello"),
+            text("!"),
+            done("stop", 26, 12),
+        ])),
+    )
+    .await;
+    let model = chat(&server.uri());
+    let got = turn(
+        &model,
+        TurnRequest {
+            temperature: None,
+            ..ask("hi")
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        got.parts,
+        vec![Part::reasoning("Greet briefly."), Part::text("Hello!")]
+    );
+    assert_eq!(
+        got.usage,
+        Some(Usage {
+            prompt_tokens: 26,
+            completion_tokens: 12
+        })
+    );
+    assert_eq!(got.stop, Some(StopReason::EndTurn));
+    // num_predict: the server budget; the config's temperature.
+    insta::assert_json_snapshot!("plain_text_request", bodies(&server).await[0]);
+    let info = model.info();
+    assert_eq!(
+        (info.provider.as_str(), info.location, info.sends_to),
+        ("ollama", ModelLocation::Server, None)
+    );
+}
+
+#[tokio::test]
+async fn tool_calls_get_ids_and_results_go_back_paired() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        stream_ok(ndjson(&[
+            line(json!({"role": "assistant", "content": "", "thinking": "Two lookups."})),
+            line(json!({"role": "assistant", "content": "", "tool_calls": [
+                {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+                {"function": {"index": 1, "name": "get_time", "arguments": {"tz": "Europe/Paris"}}}
+            ]})),
+            done("stop", 140, 31),
+        ])),
+    )
+    .await;
+    let model = chat(&server.uri());
+    let first = TurnRequest {
+        tools: vec![tool("get_weather", "city"), tool("get_time", "tz")],
+        ..ask("Weather and time?")
+    };
+    let answer = turn(&model, first.clone()).await.unwrap();
+    assert_eq!(answer.stop, Some(StopReason::ToolCalls));
+    let calls: Vec<ToolCall> = answer.tool_calls().into_iter().cloned().collect();
+    assert_eq!(
+        calls,
+        vec![
+            ToolCall {
+                id: "call_1".into(),
+                name: "get_weather".into(),
+                arguments: json!({"city": "Paris"})
+            },
+            ToolCall {
+                id: "call_2".into(),
+                name: "get_time".into(),
+                arguments: json!({"tz": "Europe/Paris"})
+            },
+        ]
+    );
+    insta::assert_json_snapshot!("one_turn_with_tools_request", bodies(&server).await[0]);
+
+    let mut history = first.messages.clone();
+    let mut assistant = answer.into_message();
+    assistant.parts.push(Part::Native(NativePart {
+        provider: "gemini".into(),
+        model: "gemini-x".into(),
+        value: json!({"thoughtSignature": "c2lnbmF0dXJl"}),
+    }));
+    history.push(assistant);
+    let png = Image {
+        mime: "image/png".into(),
+        data: vec![0x89, b'P', b'N', b'G'].into(),
+    };
+    history.push(Message::tool_results([
+        ToolResult {
+            call_id: "call_1".into(),
+            name: "get_weather".into(),
+            parts: vec![Part::text("18°C"), Part::Image(png)],
+            is_error: false,
+        },
+        ToolResult::text(&calls[1], "12:00", false),
+    ]));
+    server.reset().await;
+    mount(
+        &server,
+        stream_ok(ndjson(&[
+            line(json!({"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "get_weather", "arguments": {"city": "Lyon"}}}]})),
+            done("stop", 200, 9),
+        ])),
+    )
+    .await;
+    let second = TurnRequest {
+        messages: history,
+        ..first
+    };
+    let again = turn(&model, second).await.unwrap();
+    // Ids stay unique across the conversation.
+    assert_eq!(again.tool_calls()[0].id, "call_3");
+    let body = bodies(&server).await.remove(0);
+    assert!(
+        !body.to_string().contains("thoughtSignature"),
+        "a foreign native part was sent"
+    );
+    insta::assert_json_snapshot!("second_turn_request", body);
+}
+
+#[tokio::test]
+async fn stream_cut_before_done_is_transient() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        stream_ok(format!(
+            "{}\n{{\"model\":\"qwen3:8b\",\"message\":{{\"content\":\"wo",
+            text("Hel")
+        )),
+    )
+    .await;
+    let all: Vec<_> = tokio::time::timeout(
+        WAIT,
+        chat(&server.uri())
+            .turn(ask("hi"), CancellationToken::new())
+            .collect::<Vec<_>>(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(all[0], Ok(TurnEvent::TextDelta { text: "Hel".into() }));
+    assert!(
+        all.last().unwrap().clone().unwrap_err().is_transient(),
+        "{all:?}"
+    );
+
+    server.reset().await;
+    mount(&server, stream_ok(ndjson(&[text("Hel")]))).await;
+    let err = turn(&chat(&server.uri()), ask("hi")).await.unwrap_err();
+    assert!(
+        err.is_transient() && err.to_string().contains("done"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn malformed_line_is_a_protocol_error() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        stream_ok(format!("{}\n{{\"message\": nope}}\n", text("a"))),
+    )
+    .await;
+    let err = turn(&chat(&server.uri()), ask("hi")).await.unwrap_err();
+    assert!(matches!(err, ProviderError::Protocol { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn tool_call_parse_error_then_success() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat"))
+        .respond_with(ResponseTemplate::new(500).set_body_json(json!({"error": "error parsing tool call: raw='{\"city\": Par', err=invalid character 'P'"})))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    mount(
+        &server,
+        stream_ok(ndjson(&[text("ok"), done("stop", 1, 1)])),
+    )
+    .await;
+    let model = chat(&server.uri());
+    let err = turn(&model, ask("hi")).await.unwrap_err();
+    assert!(
+        err.is_transient() && err.to_string().contains("error parsing tool call"),
+        "{err}"
+    );
+    assert_eq!(turn(&model, ask("hi")).await.unwrap().text(), "ok");
+}
+
+#[tokio::test]
+async fn busy_with_retry_after_then_success() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "2").set_body_json(json!({"error": "server busy, please try again.  maximum pending requests exceeded"})))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    mount(
+        &server,
+        stream_ok(ndjson(&[text("ok"), done("stop", 1, 1)])),
+    )
+    .await;
+    let model = chat(&server.uri());
+    let err = turn(&model, ask("hi")).await.unwrap_err();
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(2)), "{err:?}");
+    assert_eq!(turn(&model, ask("hi")).await.unwrap().text(), "ok");
+}
+
+#[tokio::test]
+async fn unknown_model_is_fatal() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        ResponseTemplate::new(404)
+            .set_body_json(json!({"error": "model \"qwen3:8b\" not found, try pulling it first"})),
+    )
+    .await;
+    let err = turn(&chat(&server.uri()), ask("hi")).await.unwrap_err();
+    assert!(
+        matches!(err, ProviderError::ModelNotFound { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("try pulling it first"), "{err}");
+}
+
+#[tokio::test]
+async fn idle_timeout() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        stream_ok(ndjson(&[done("stop", 1, 1)])).set_delay(Duration::from_secs(3)),
+    )
+    .await;
+    let err = turn(
+        &chat_with(&server.uri(), Duration::from_millis(300)),
+        ask("hi"),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.is_transient(), "{err:?}");
+}
+
+#[tokio::test]
+async fn cancel_mid_stream_ends_at_once() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let first = format!("{}\n", text("Hel"));
+    tokio::spawn(async move {
+        if let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 65536];
+            let _ = socket.read(&mut buf).await;
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\nconnection: close\r\n\r\n";
+            let _ = socket.write_all(head.as_bytes()).await;
+            let _ = socket.write_all(first.as_bytes()).await;
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+    });
+    let model = chat_with(&format!("http://{addr}"), Duration::from_secs(30));
+    let cancel = CancellationToken::new();
+    let mut stream = model.turn(ask("hi"), cancel.clone());
+    let first = tokio::time::timeout(WAIT, stream.next()).await.unwrap();
+    assert_eq!(first, Some(Ok(TurnEvent::TextDelta { text: "Hel".into() })));
+    cancel.cancel();
+    let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(5), stream.collect::<Vec<_>>())
+        .await
+        .expect("cancel must end the stream");
+    assert_eq!(
+        rest,
+        vec![Ok(TurnEvent::End {
+            stop: StopReason::Cancelled
+        })]
+    );
+}
+
+#[tokio::test]
+async fn model_list_with_context_lengths_survives_a_failed_show() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/tags"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"models": [
+            {"name": "qwen3:8b", "model": "qwen3:8b", "size": 5_225_387_923_u64, "details": {"family": "qwen3"}},
+            {"name": "llava:7b", "model": "llava:7b", "size": 4_733_363_377_u64},
+            {"name": "broken:latest", "model": "broken:latest"}
+        ]})))
+        .mount(&server)
+        .await;
+    let show = |model: &str, info: Value| {
+        Mock::given(method("POST"))
+            .and(path("/api/show"))
+            .and(body_partial_json(json!({"model": model})))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"modelfile": "FROM x", "model_info": info})),
+            )
+    };
+    show(
+        "qwen3:8b",
+        json!({"general.architecture": "qwen3", "qwen3.context_length": 40960}),
+    )
+    .mount(&server)
+    .await;
+    show("llava:7b", json!({"general.architecture": "llama", "llama.context_length": 32768, "clip.context_length": 77}))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/api/show"))
+        .and(body_partial_json(json!({"model": "broken:latest"})))
+        .respond_with(
+            ResponseTemplate::new(500).set_body_json(json!({"error": "unable to load model"})),
+        )
+        .mount(&server)
+        .await;
+    let model = chat(&server.uri());
+    let listed = model.list_models().await.unwrap();
+    let got: Vec<_> = listed
+        .iter()
+        .map(|m| (m.model.as_str(), m.context_window))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("qwen3:8b", Some(40960)),
+            ("llava:7b", Some(32768)),
+            ("broken:latest", None)
+        ]
+    );
+    assert!(
+        listed
+            .iter()
+            .all(|m| m.provider == "ollama" && m.location == ModelLocation::Server)
+    );
+    assert!(model.reachable().await);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    assert!(!chat(&format!("http://{closed}")).reachable().await);
+}
