@@ -21,7 +21,8 @@ pub struct AnthropicDecoder {
     cache_creation: u64,
     cache_read: u64,
     output_tokens: u64,
-    saw_usage: bool,
+    /// Usage read but not yet reported.
+    usage_pending: bool,
     stop: Option<StopReason>,
     started: bool,
     done: bool,
@@ -57,7 +58,7 @@ impl AnthropicDecoder {
             cache_creation: 0,
             cache_read: 0,
             output_tokens: 0,
-            saw_usage: false,
+            usage_pending: false,
             stop: None,
             started: false,
             done: false,
@@ -72,7 +73,8 @@ impl AnthropicDecoder {
         })
     }
 
-    fn usage(&self) -> TurnEvent {
+    fn usage(&mut self) -> TurnEvent {
+        self.usage_pending = false;
         let prompt = self.input_tokens + self.cache_creation + self.cache_read;
         TurnEvent::Usage(Usage {
             prompt_tokens: clamp(prompt),
@@ -93,7 +95,7 @@ impl AnthropicDecoder {
         any |= take("cache_creation_input_tokens", &mut self.cache_creation);
         any |= take("cache_read_input_tokens", &mut self.cache_read);
         any |= take("output_tokens", &mut self.output_tokens);
-        self.saw_usage |= any;
+        self.usage_pending |= any;
     }
 
     fn event(
@@ -131,7 +133,8 @@ impl AnthropicDecoder {
                 }
                 if let Some(usage) = v.get("usage") {
                     self.read_usage(usage);
-                    out.push(self.usage());
+                    let usage = self.usage();
+                    out.push(usage);
                 }
             }
             "message_stop" => self.end(out),
@@ -321,7 +324,6 @@ impl AnthropicDecoder {
         }
         if let Some(usage) = v.get("usage") {
             self.read_usage(usage);
-            out.push(self.usage());
         }
         self.end(out);
         Ok(())
@@ -330,6 +332,11 @@ impl AnthropicDecoder {
     fn end(&mut self, out: &mut Vec<TurnEvent>) {
         if self.done {
             return;
+        }
+        // A stream that never sent `message_delta` still reports its input.
+        if self.usage_pending {
+            let usage = self.usage();
+            out.push(usage);
         }
         self.done = true;
         let stop = self.stop.clone().unwrap_or(StopReason::EndTurn);
@@ -510,6 +517,27 @@ mod tests {
                 }),
                 TurnEvent::End {
                     stop: StopReason::ToolCalls
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn input_usage_is_reported_without_message_delta() {
+        let (events, r) = run(&[
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":9,"output_tokens":1}}}"#,
+            r#"{"type":"message_stop"}"#,
+        ]);
+        r.unwrap();
+        assert_eq!(
+            events,
+            vec![
+                TurnEvent::Usage(Usage {
+                    prompt_tokens: 9,
+                    completion_tokens: 1
+                }),
+                TurnEvent::End {
+                    stop: StopReason::EndTurn
                 },
             ]
         );
