@@ -1,0 +1,392 @@
+//! [`grammar_schema`]: the schema both grammar engines (llguidance, XGrammar)
+//! constrain a local model's arguments with.
+
+use serde_json::{Map, Value, json};
+
+use super::error::{SchemaError, json_type};
+use super::merge::{Fold, distribute_properties, fold_all_of};
+use super::path::{Path, check_schema_depth};
+use super::refs::inline_refs;
+use super::validate::{non_negative, require_root_object, string_list, type_list};
+
+/// Shapes a tool's input schema for a grammar engine.
+///
+/// What comes out: every `$ref` inlined (the tool's `$defs`/`definitions`; one
+/// grammar holds all tools, so no shared definitions); `oneOf` read as `anyOf`;
+/// `allOf` parts folded into their object where that keeps the meaning; objects
+/// with declared properties (and the root object) closed with
+/// `additionalProperties: false`, so a model cannot invent arguments; `format`,
+/// `default`, `description`, `title`, `examples`, `pattern`, numeric bounds and
+/// every keyword a grammar engine may not know dropped; every string capped with
+/// `maxLength = min(existing, max_string_len)` (a string limited by `enum` or
+/// `const` is left as is). An unconstrained value (`true`, `{}`) becomes "any
+/// JSON value up to two levels deep with capped strings", and a nested object
+/// with no declared properties stays a map of such values.
+///
+/// Kept: `type`, `properties`, `required`, `additionalProperties`, `items`,
+/// `prefixItems`, `minItems`, `maxItems`, `minLength`, `maxLength`, `enum`,
+/// `const`, `anyOf`, `allOf`. `nullable: true` (OpenAPI) becomes a `"null"` type.
+///
+/// Dropping keywords widens what the schema accepts (an out-of-range number, a
+/// string that misses a pattern); the tool still validates its input. Closing
+/// objects and capping strings narrow it.
+pub fn grammar_schema(schema: &Value, max_string_len: u32) -> Result<Value, SchemaError> {
+    require_root_object(schema)?;
+    let inlined = inline_refs(schema)?;
+    let shaper = Shaper {
+        cap: u64::from(max_string_len),
+    };
+    shaper.shape(inlined, &Path::ROOT, 0, Position::Root)
+}
+
+/// Where a subschema sits, which decides how it is closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Position {
+    /// The tool's input itself.
+    Root,
+    /// A value of its own: a property, an array item, a map value.
+    Value,
+    /// A part of `anyOf`/`allOf`: applies to the same value as its parent.
+    Branch,
+}
+
+struct Shaper {
+    cap: u64,
+}
+
+impl Shaper {
+    fn shape(
+        &self,
+        node: Value,
+        path: &Path<'_>,
+        depth: usize,
+        position: Position,
+    ) -> Result<Value, SchemaError> {
+        check_schema_depth(depth, path)?;
+        match node {
+            Value::Bool(true) if position != Position::Branch => Ok(self.any_value()),
+            Value::Bool(accepts) => Ok(Value::Bool(accepts)),
+            Value::Object(map) => self.object(map, path, depth, position),
+            other => Err(SchemaError::NotAnObject {
+                path: path.render(),
+                found: json_type(&other),
+            }),
+        }
+    }
+
+    fn object(
+        &self,
+        mut map: Map<String, Value>,
+        path: &Path<'_>,
+        depth: usize,
+        position: Position,
+    ) -> Result<Value, SchemaError> {
+        fold_all_of(&mut map, Fold::Exact);
+        distribute_properties(&mut map);
+
+        let mut types = type_list(&map, path)?;
+        if map.get("nullable") == Some(&Value::Bool(true))
+            && let Some(types) = types.as_mut()
+            && !types.iter().any(|t| t == "null")
+        {
+            types.push("null".to_owned());
+        }
+        if types.is_none() {
+            types = match position {
+                // A tool's input is an object, whatever its schema forgot to say.
+                Position::Root => Some(vec!["object".to_owned()]),
+                Position::Value => inferred_type(&map),
+                Position::Branch => None,
+            };
+        }
+        let allows = |name: &str| {
+            types.as_ref().is_none_or(|types| {
+                types
+                    .iter()
+                    .any(|t| t == name || (name == "number" && t == "integer"))
+            })
+        };
+        let has_combinator = ["anyOf", "oneOf", "allOf"]
+            .iter()
+            .any(|k| map.contains_key(*k));
+
+        let mut out = Map::new();
+        if let Some(types) = &types {
+            out.insert("type".to_owned(), types_value(types));
+        }
+        let limited = map.contains_key("enum") || map.contains_key("const");
+        if let Some(values) = map.remove("enum") {
+            if !values.is_array() {
+                return Err(invalid(
+                    path,
+                    "enum",
+                    format!("must be an array, found {}", json_type(&values)),
+                ));
+            }
+            out.insert("enum".to_owned(), values);
+        }
+        if let Some(value) = map.remove("const") {
+            out.insert("const".to_owned(), value);
+        }
+
+        if allows("object") {
+            self.object_keywords(&mut map, &mut out, path, depth, position, has_combinator)?;
+        }
+        if allows("array") {
+            self.array_keywords(&mut map, &mut out, path, depth)?;
+        }
+        // An untyped branch is capped by its parent, which holds the same value.
+        if allows("string") && !(position == Position::Branch && types.is_none()) {
+            if let Some(min) = map.get("minLength") {
+                out.insert(
+                    "minLength".to_owned(),
+                    Value::from(non_negative(min, path, "minLength")?),
+                );
+            }
+            let existing = map
+                .get("maxLength")
+                .map(|max| non_negative(max, path, "maxLength"))
+                .transpose()?;
+            if !limited || existing.is_some() {
+                let max = existing.map_or(self.cap, |max| max.min(self.cap));
+                out.insert("maxLength".to_owned(), Value::from(max));
+            }
+        }
+
+        let any_of = map.remove("anyOf");
+        let one_of = map.remove("oneOf");
+        let mut alternatives = Vec::new();
+        for (keyword, value) in [("anyOf", any_of), ("oneOf", one_of)] {
+            if let Some(value) = value {
+                alternatives.push(self.branches(value, &path.key(keyword), keyword, depth)?);
+            }
+        }
+        match alternatives.len() {
+            0 => {}
+            1 => {
+                out.insert("anyOf".to_owned(), alternatives.remove(0));
+            }
+            // Both present: both must hold.
+            _ => {
+                let all = alternatives
+                    .into_iter()
+                    .map(|any| json!({ "anyOf": any }))
+                    .collect();
+                out.insert("allOf".to_owned(), Value::Array(all));
+            }
+        }
+        if let Some(value) = map.remove("allOf") {
+            let parts = self.branches(value, &path.key("allOf"), "allOf", depth)?;
+            match out.get_mut("allOf") {
+                Some(Value::Array(existing)) => {
+                    existing.extend(parts.as_array().into_iter().flatten().cloned())
+                }
+                _ => {
+                    out.insert("allOf".to_owned(), parts);
+                }
+            }
+        }
+
+        if out.is_empty() && position != Position::Branch && !map.contains_key("required") {
+            return Ok(self.any_value());
+        }
+        Ok(Value::Object(out))
+    }
+
+    fn object_keywords(
+        &self,
+        map: &mut Map<String, Value>,
+        out: &mut Map<String, Value>,
+        path: &Path<'_>,
+        depth: usize,
+        position: Position,
+        has_combinator: bool,
+    ) -> Result<(), SchemaError> {
+        let properties = match map.remove("properties") {
+            None => None,
+            Some(Value::Object(properties)) => {
+                let at = path.key("properties");
+                let mut shaped = Map::new();
+                for (name, schema) in properties {
+                    let value = self.shape(schema, &at.key(&name), depth + 1, Position::Value)?;
+                    shaped.insert(name, value);
+                }
+                Some(shaped)
+            }
+            Some(other) => {
+                return Err(invalid(
+                    path,
+                    "properties",
+                    format!("must be an object, found {}", json_type(&other)),
+                ));
+            }
+        };
+        if let Some(required) = map.remove("required") {
+            let names = string_list(&required, path, "required")?;
+            if !names.is_empty() {
+                out.insert("required".to_owned(), required);
+            }
+        }
+        let additional = map.remove("additionalProperties");
+        if let Some(properties) = properties {
+            out.insert("properties".to_owned(), Value::Object(properties));
+            out.insert("additionalProperties".to_owned(), Value::Bool(false));
+            return Ok(());
+        }
+        if has_combinator || position == Position::Branch {
+            // The branches say which properties there are.
+            return Ok(());
+        }
+        if position == Position::Root {
+            // A tool that declares no arguments takes none.
+            out.insert("properties".to_owned(), Value::Object(Map::new()));
+            out.insert("additionalProperties".to_owned(), Value::Bool(false));
+            return Ok(());
+        }
+        // A nested object without declared properties is a map (headers,
+        // environment, free-form options): keep it usable, with shaped values.
+        let values = match additional {
+            None | Some(Value::Bool(true)) => self.any_value(),
+            Some(Value::Bool(false)) => Value::Bool(false),
+            Some(schema @ Value::Object(_)) => self.shape(
+                schema,
+                &path.key("additionalProperties"),
+                depth + 1,
+                Position::Value,
+            )?,
+            Some(other) => {
+                return Err(invalid(
+                    path,
+                    "additionalProperties",
+                    format!("must be a schema, found {}", json_type(&other)),
+                ));
+            }
+        };
+        out.insert("additionalProperties".to_owned(), values);
+        Ok(())
+    }
+
+    fn array_keywords(
+        &self,
+        map: &mut Map<String, Value>,
+        out: &mut Map<String, Value>,
+        path: &Path<'_>,
+        depth: usize,
+    ) -> Result<(), SchemaError> {
+        let mut prefix = map.remove("prefixItems");
+        let mut items = map.remove("items");
+        if let Some(Value::Array(_)) = items {
+            // Drafts 4-7 tuples: `items` is the prefix, `additionalItems` the rest.
+            prefix = items.take();
+            items = map.remove("additionalItems");
+        }
+        if let Some(prefix) = prefix {
+            let Value::Array(parts) = prefix else {
+                return Err(invalid(
+                    path,
+                    "prefixItems",
+                    format!("must be an array, found {}", json_type(&prefix)),
+                ));
+            };
+            let at = path.key("prefixItems");
+            let mut shaped = Vec::with_capacity(parts.len());
+            for (index, part) in parts.into_iter().enumerate() {
+                shaped.push(self.shape(part, &at.index(index), depth + 1, Position::Value)?);
+            }
+            out.insert("prefixItems".to_owned(), Value::Array(shaped));
+        }
+        if let Some(items) = items {
+            let shaped = self.shape(items, &path.key("items"), depth + 1, Position::Value)?;
+            out.insert("items".to_owned(), shaped);
+        }
+        for keyword in ["minItems", "maxItems"] {
+            if let Some(value) = map.get(keyword) {
+                out.insert(
+                    keyword.to_owned(),
+                    Value::from(non_negative(value, path, keyword)?),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Shapes the parts of `anyOf`, `oneOf` or `allOf`.
+    fn branches(
+        &self,
+        value: Value,
+        path: &Path<'_>,
+        keyword: &str,
+        depth: usize,
+    ) -> Result<Value, SchemaError> {
+        let Value::Array(parts) = value else {
+            return Err(SchemaError::InvalidKeyword {
+                path: path.render(),
+                keyword: keyword.to_owned(),
+                reason: format!("must be an array of schemas, found {}", json_type(&value)),
+            });
+        };
+        if parts.is_empty() {
+            return Err(SchemaError::InvalidKeyword {
+                path: path.render(),
+                keyword: keyword.to_owned(),
+                reason: "must not be empty".to_owned(),
+            });
+        }
+        let mut shaped = Vec::with_capacity(parts.len());
+        for (index, part) in parts.into_iter().enumerate() {
+            shaped.push(self.shape(part, &path.index(index), depth + 1, Position::Branch)?);
+        }
+        Ok(Value::Array(shaped))
+    }
+
+    /// Any JSON value, two levels deep at most, every string capped: what an
+    /// unconstrained argument becomes (a grammar cannot recurse without bound).
+    fn any_value(&self) -> Value {
+        let scalar =
+            json!({ "type": ["string", "number", "boolean", "null"], "maxLength": self.cap });
+        json!({
+            "type": ["string", "number", "boolean", "null", "array", "object"],
+            "maxLength": self.cap,
+            "items": scalar,
+            "additionalProperties": scalar,
+        })
+    }
+}
+
+/// The type a schema without `type` evidently means, from its keywords.
+fn inferred_type(map: &Map<String, Value>) -> Option<Vec<String>> {
+    let has = |keywords: &[&str]| keywords.iter().any(|k| map.contains_key(*k));
+    if has(&["anyOf", "oneOf", "allOf", "enum", "const"]) {
+        return None;
+    }
+    let name = if has(&[
+        "properties",
+        "additionalProperties",
+        "patternProperties",
+        "required",
+    ]) {
+        "object"
+    } else if has(&["items", "prefixItems", "minItems", "maxItems"]) {
+        "array"
+    } else if has(&["minLength", "maxLength", "pattern"]) {
+        "string"
+    } else {
+        return None;
+    };
+    Some(vec![name.to_owned()])
+}
+
+fn types_value(types: &[String]) -> Value {
+    match types {
+        [single] => Value::String(single.clone()),
+        _ => Value::Array(types.iter().cloned().map(Value::String).collect()),
+    }
+}
+
+fn invalid(path: &Path<'_>, keyword: &str, reason: String) -> SchemaError {
+    SchemaError::InvalidKeyword {
+        path: path.render(),
+        keyword: keyword.to_owned(),
+        reason,
+    }
+}

@@ -1,0 +1,147 @@
+//! Where a walk is inside a schema, and the limits every walk respects.
+//!
+//! A path is a chain of borrowed segments on the walker's own stack, so going one
+//! level deeper costs nothing; it is rendered as a JSON pointer only when an
+//! error needs it.
+
+use serde_json::Value;
+
+use super::error::SchemaError;
+
+/// How many subschema levels a walk follows (`properties/x` or `items` is one
+/// level); a deeper schema is an error, never a stack overflow.
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// How deeply the raw JSON of a schema may nest (a subschema level is one or two
+/// JSON levels). Checked without recursion before any recursive walk starts.
+pub(crate) const MAX_JSON_DEPTH: usize = 2 * MAX_SCHEMA_DEPTH + 8;
+
+/// One step from a JSON value to one inside it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Segment<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// A JSON pointer, built as a linked chain while walking.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Path<'a> {
+    parent: Option<&'a Path<'a>>,
+    segment: Option<Segment<'a>>,
+    depth: usize,
+}
+
+impl<'a> Path<'a> {
+    /// The schema itself.
+    pub(crate) const ROOT: Path<'static> = Path {
+        parent: None,
+        segment: None,
+        depth: 0,
+    };
+
+    /// The value under `key` of the object at this path.
+    pub(crate) fn key<'b>(&'b self, key: &'b str) -> Path<'b> {
+        Path {
+            parent: Some(self),
+            segment: Some(Segment::Key(key)),
+            depth: self.depth + 1,
+        }
+    }
+
+    /// The value at `index` of the array at this path.
+    pub(crate) fn index(&'a self, index: usize) -> Path<'a> {
+        Path {
+            parent: Some(self),
+            segment: Some(Segment::Index(index)),
+            depth: self.depth + 1,
+        }
+    }
+
+    /// Renders the path as a JSON pointer (RFC 6901): `""` or `"/properties/a~1b"`.
+    pub(crate) fn render(&self) -> String {
+        let mut segments = Vec::with_capacity(self.depth);
+        let mut at = Some(self);
+        while let Some(path) = at {
+            if let Some(segment) = path.segment {
+                segments.push(segment);
+            }
+            at = path.parent;
+        }
+        segments.reverse();
+        render_segments(&segments)
+    }
+}
+
+fn render_segments(segments: &[Segment<'_>]) -> String {
+    let mut out = String::new();
+    for segment in segments {
+        out.push('/');
+        match segment {
+            Segment::Key(key) => out.push_str(&key.replace('~', "~0").replace('/', "~1")),
+            Segment::Index(index) => out.push_str(&index.to_string()),
+        }
+    }
+    out
+}
+
+/// Checks, without recursion, that `value` nests no deeper than [`MAX_JSON_DEPTH`].
+///
+/// Every recursive walk in this module is bounded by its own depth counter too;
+/// this check runs first so that even cloning or dropping a hostile value inside a
+/// walk cannot exhaust the stack.
+pub(crate) fn check_json_depth(value: &Value) -> Result<(), SchemaError> {
+    enum Frame<'v> {
+        Object(serde_json::map::Iter<'v>),
+        Array(std::iter::Enumerate<std::slice::Iter<'v, Value>>),
+    }
+    fn frame(value: &Value) -> Option<Frame<'_>> {
+        match value {
+            Value::Object(map) => Some(Frame::Object(map.iter())),
+            Value::Array(items) => Some(Frame::Array(items.iter().enumerate())),
+            _ => None,
+        }
+    }
+    let mut stack: Vec<Frame<'_>> = frame(value).into_iter().collect();
+    let mut segments: Vec<Segment<'_>> = Vec::new();
+    while let Some(top) = stack.last_mut() {
+        let next = match top {
+            Frame::Object(iter) => iter
+                .next()
+                .map(|(key, child)| (Segment::Key(key.as_str()), child)),
+            Frame::Array(iter) => iter
+                .next()
+                .map(|(index, child)| (Segment::Index(index), child)),
+        };
+        match next {
+            None => {
+                stack.pop();
+                segments.pop();
+            }
+            Some((segment, child)) => {
+                if let Some(child_frame) = frame(child) {
+                    segments.push(segment);
+                    if stack.len() >= MAX_JSON_DEPTH {
+                        return Err(SchemaError::TooDeep {
+                            path: render_segments(&segments),
+                            limit: MAX_JSON_DEPTH,
+                        });
+                    }
+                    stack.push(child_frame);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fails with [`SchemaError::TooDeep`] when a walk is `depth` subschema levels
+/// down, past [`MAX_SCHEMA_DEPTH`].
+pub(crate) fn check_schema_depth(depth: usize, path: &Path<'_>) -> Result<(), SchemaError> {
+    if depth > MAX_SCHEMA_DEPTH {
+        return Err(SchemaError::TooDeep {
+            path: path.render(),
+            limit: MAX_SCHEMA_DEPTH,
+        });
+    }
+    Ok(())
+}
