@@ -4,6 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::{AnthropicConfig, PROVIDER};
 use crate::images::{CLOUD_IMAGE_LIMIT, IMAGE_PLACEHOLDER, limit_images};
+use crate::schema::{SchemaTarget, portable_tool_schema};
 use crate::{Image, Message, Part, ProviderError, Role, ToolResult, TurnRequest};
 
 /// Anthropic's minimum extended-thinking budget.
@@ -88,9 +89,12 @@ fn ephemeral() -> Value {
     json!({"type": "ephemeral"})
 }
 
-// TODO(schema): route through crate::schema::portable_tool_schema once it lands.
-fn tool_schema(_name: &str, schema: &Value) -> Result<Value, ProviderError> {
-    Ok(schema.clone())
+/// The tool's schema in a form the API accepts (refs inlined, no top-level
+/// `oneOf`/`anyOf`/`allOf`, an object root).
+fn tool_schema(name: &str, schema: &Value) -> Result<Value, ProviderError> {
+    portable_tool_schema(schema, SchemaTarget::Anthropic).map_err(|e| ProviderError::BadRequest {
+        message: format!("the input schema of tool `{name}` cannot be sent to Anthropic: {e}"),
+    })
 }
 
 /// One API message under construction.
@@ -441,6 +445,30 @@ mod tests {
         );
         assert_eq!(content[3]["text"], "and?");
         assert_eq!(content[3]["cache_control"]["type"], "ephemeral");
+    }
+
+    #[test]
+    fn tool_schemas_lose_their_top_level_choice() {
+        let tool = crate::ToolSpec {
+            name: "tag".into(),
+            description: "Tag photos.".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {"set": {"type": "string"}, "ids": {"type": "array", "items": {"type": "integer"}}},
+                "oneOf": [{"required": ["set"]}, {"required": ["ids"]}]
+            }),
+            annotations: Default::default(),
+        };
+        let req = TurnRequest {
+            messages: vec![Message::user("x")],
+            tools: vec![tool],
+            ..Default::default()
+        };
+        let body = encode(&req, &config()).unwrap();
+        let schema = &body["tools"][0]["input_schema"];
+        assert!(schema.get("oneOf").is_none(), "{schema:#}");
+        assert_eq!(schema["type"], "object");
+        assert_eq!(body["tools"][0]["cache_control"]["type"], "ephemeral");
     }
 
     #[test]

@@ -4,6 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::{GeminiConfig, PROVIDER};
 use crate::images::{CLOUD_IMAGE_LIMIT, IMAGE_PLACEHOLDER, limit_images};
+use crate::schema::{SchemaTarget, portable_tool_schema};
 use crate::{Image, Message, NativePart, Part, ProviderError, Role, ToolResult, TurnRequest};
 
 /// Sent in place of a result the history lacks, so every call is answered.
@@ -79,9 +80,40 @@ fn thinks(model: &str) -> bool {
     model.contains("2.5") || model.starts_with("gemini-3") || model.contains("thinking")
 }
 
-// TODO(schema): route through crate::schema::portable_tool_schema once it lands.
-fn tool_schema(_name: &str, schema: &Value) -> Result<Value, ProviderError> {
-    Ok(schema.clone())
+/// The tool's schema shaped for Gemini (refs inlined, only the keywords its
+/// function declarations accept), then made plain JSON Schema again for
+/// `parametersJsonSchema`: the OpenAPI `nullable` flag becomes a `null` type.
+fn tool_schema(name: &str, schema: &Value) -> Result<Value, ProviderError> {
+    let mut shaped = portable_tool_schema(schema, SchemaTarget::Gemini).map_err(|e| {
+        ProviderError::BadRequest {
+            message: format!("the input schema of tool `{name}` cannot be sent to Gemini: {e}"),
+        }
+    })?;
+    nullable_to_json_schema(&mut shaped);
+    Ok(shaped)
+}
+
+fn nullable_to_json_schema(node: &mut Value) {
+    match node {
+        Value::Object(map) => {
+            if map.remove("nullable") == Some(Value::Bool(true)) {
+                match map.get_mut("type") {
+                    Some(Value::String(t)) => {
+                        let single = std::mem::take(t);
+                        map.insert("type".into(), json!([single, "null"]));
+                    }
+                    _ => {
+                        if let Some(Value::Array(alternatives)) = map.get_mut("anyOf") {
+                            alternatives.push(json!({"type": "null"}));
+                        }
+                    }
+                }
+            }
+            map.values_mut().for_each(nullable_to_json_schema);
+        }
+        Value::Array(items) => items.iter_mut().for_each(nullable_to_json_schema),
+        _ => {}
+    }
 }
 
 /// One `Content` under construction.
@@ -435,6 +467,51 @@ mod tests {
             contents[3],
             json!({"role": "user", "parts": [{"text": "also, hurry"}, {"text": "please"}]})
         );
+    }
+
+    #[test]
+    fn tool_schemas_are_shaped_and_stay_json_schema() {
+        let tool = crate::ToolSpec {
+            name: "find".into(),
+            description: String::new(),
+            input_schema: json!({
+                "type": "object",
+                "$defs": {"Tag": {"type": ["string", "null"], "title": "A tag"}},
+                "properties": {"tag": {"$ref": "#/$defs/Tag"}, "n": {"type": "integer", "default": 3}},
+                "additionalProperties": false
+            }),
+            annotations: Default::default(),
+        };
+        let req = TurnRequest {
+            messages: vec![Message::user("x")],
+            tools: vec![tool],
+            ..Default::default()
+        };
+        let body = encode(&req, &GeminiConfig::new("gemini-2.5-pro", ApiKey::new("k"))).unwrap();
+        let schema = &body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"];
+        assert_eq!(
+            schema["properties"]["tag"]["type"],
+            json!(["string", "null"]),
+            "{schema:#}"
+        );
+        assert!(
+            schema.get("$defs").is_none() && schema.get("additionalProperties").is_none(),
+            "{schema:#}"
+        );
+        assert!(!schema.to_string().contains("nullable"), "{schema:#}");
+        let bad = crate::ToolSpec {
+            input_schema: json!({"type": "string"}),
+            ..req.tools[0].clone()
+        };
+        let err = encode(
+            &TurnRequest {
+                tools: vec![bad],
+                ..req
+            },
+            &GeminiConfig::new("g", ApiKey::new("k")),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("`find`"), "{err}");
     }
 
     #[test]
