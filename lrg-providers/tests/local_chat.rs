@@ -1030,7 +1030,7 @@ fn random_texts_with_random_escapes_and_random_chunks_decode_exactly() {
     ];
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x10ca1);
     for round in 0..300 {
-        let mut text = |rng: &mut rand::rngs::StdRng| -> String {
+        let text = |rng: &mut rand::rngs::StdRng| -> String {
             let len = rng.random_range(0..40);
             (0..len)
                 .map(|_| POOL[rng.random_range(0..POOL.len())])
@@ -1069,4 +1069,44 @@ fn random_texts_with_random_escapes_and_random_chunks_decode_exactly() {
             lrg_providers::local_chat::Answer::Reply { analysis, reply }
         );
     }
+}
+
+#[test]
+fn tools_without_arguments_or_with_alternative_shapes_are_listed() {
+    let tools = vec![
+        tool("now", "", json!({"type": "object"})),
+        tool(
+            "open",
+            "Open a file or a URL.",
+            json!({"anyOf": [
+                {"properties": {"file": {"description": "A path.", "type": "string"}}, "required": ["file"], "type": "object"},
+                {"properties": {"url": {"type": "string"}}, "required": ["url"], "type": "object"}
+            ]}),
+        ),
+    ];
+    let schema = answer_schema(&tools);
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&json!({"analysis": "", "call": {"now": {}}})));
+    assert!(!validator.is_valid(&json!({"analysis": "", "call": {"now": {"tz": "UTC"}}})));
+    assert!(
+        validator
+            .is_valid(&json!({"analysis": "", "call": {"open": {"url": "https://example.com"}}}))
+    );
+    let turn = model(FakeEngine::answering("", &[1], EngineStop::Done)).engine_turn(&TurnRequest {
+        tools,
+        ..Default::default()
+    });
+    let system = &turn.messages[0].content;
+    let tools_section =
+        &system[system.find("## now").unwrap()..system.find("# Answer format").unwrap()];
+    insta::assert_snapshot!(tools_section, @r"
+    ## now
+    - (no arguments: call it with {})
+
+    ## open
+    Open a file or a URL.
+    - file (string, choice): A path.
+    - url (string, choice)
+    Give exactly one of: file, url.
+    ");
 }

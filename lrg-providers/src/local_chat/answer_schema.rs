@@ -59,9 +59,9 @@ pub(crate) fn offer_tools(tools: &[ToolSpec]) -> Vec<OfferedTool> {
 }
 
 fn shape_arguments(schema: &Value) -> Result<Vec<Value>, String> {
-    // TEMPORARY: switch to crate::schema once it lands.
-    let shaped = super::shaping_fallback::grammar_schema(schema, ARGUMENT_MAX_CHARS)?;
-    super::shaping_fallback::split_choice(&shaped)
+    let shaped =
+        crate::schema::grammar_schema(schema, ARGUMENT_MAX_CHARS).map_err(|e| e.to_string())?;
+    crate::schema::split_choice(&shaped).map_err(|e| e.to_string())
 }
 
 /// The answer schema for `tools`: an `anyOf` with one

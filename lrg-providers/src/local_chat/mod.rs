@@ -13,7 +13,6 @@ mod decoder;
 mod engine;
 mod model;
 mod prompt;
-mod shaping_fallback;
 
 pub use answer::{Answer, parse_answer};
 pub use answer_schema::{ANALYSIS_MAX_CHARS, ARGUMENT_MAX_CHARS, REPLY_MAX_CHARS, answer_schema};

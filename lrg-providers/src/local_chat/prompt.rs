@@ -161,8 +161,23 @@ fn format_section(with_tools: bool, out: &mut String) {
 fn arguments(tool: &OfferedTool) -> Vec<Argument> {
     let declared_schema = &tool.spec.input_schema;
     let declared = declared_schema.get("properties").and_then(Value::as_object);
-    let branch_properties: Vec<&Map<String, Value>> = tool
+    // A schema whose root is an `anyOf` of whole objects declares its
+    // arguments in the alternatives: list those like choices.
+    let variants: Vec<&Value> = tool
         .branches
+        .iter()
+        .flat_map(
+            |branch| match branch.get("anyOf").and_then(Value::as_array) {
+                Some(alternatives)
+                    if branch.get("properties").is_none() && !alternatives.is_empty() =>
+                {
+                    alternatives.iter().collect()
+                }
+                _ => vec![branch],
+            },
+        )
+        .collect();
+    let branch_properties: Vec<&Map<String, Value>> = variants
         .iter()
         .filter_map(|b| b.get("properties").and_then(Value::as_object))
         .collect();
@@ -188,12 +203,10 @@ fn arguments(tool: &OfferedTool) -> Vec<Argument> {
                 .find_map(|p| p.get(name))
                 .cloned()
                 .unwrap_or(Value::Null);
-            let declared_property = declared
-                .and_then(|p| p.get(name))
-                .cloned()
-                .unwrap_or_else(|| shaped.clone());
-            let required_in = tool.branches.iter().filter(|b| requires(b, name)).count();
-            let need = if required_in == tool.branches.len() {
+            let declared_property =
+                declared_property(declared_schema, name).unwrap_or_else(|| shaped.clone());
+            let required_in = variants.iter().filter(|b| requires(b, name)).count();
+            let need = if required_in == variants.len() {
                 Need::Required
             } else if required_in == 0 {
                 Need::Optional
@@ -209,6 +222,19 @@ fn arguments(tool: &OfferedTool) -> Vec<Argument> {
             }
         })
         .collect()
+}
+
+/// The property `name` as the tool declared it: at the root, or in one of
+/// the root's alternatives.
+fn declared_property(schema: &Value, name: &str) -> Option<Value> {
+    let alternatives = ["anyOf", "oneOf"]
+        .into_iter()
+        .filter_map(|k| schema.get(k).and_then(Value::as_array))
+        .flatten();
+    std::iter::once(schema)
+        .chain(alternatives)
+        .find_map(|s| s.get("properties")?.get(name))
+        .cloned()
 }
 
 fn requires(schema: &Value, name: &str) -> bool {
