@@ -1,0 +1,464 @@
+//! Fitting a conversation into a model's context window.
+//!
+//! Pure functions, usable outside a session. Sizes are estimates: 3
+//! characters per token and a fixed cost per image, plus what the system
+//! prompt and the tools cost, which the session learns from the first turn's
+//! reported prompt tokens ([`learn_overhead`]; [`DEFAULT_OVERHEAD`] until
+//! then). When the conversation does not fit, the oldest tool results give
+//! up their text and images first (the model can call the tool again), then
+//! the oldest exchanges go whole; the last exchange (the last user message
+//! and everything after it) is never touched. Independently, only the
+//! newest few images stay pixels.
+
+use lrg_providers::{Message, ModelInfo, ModelLocation, Part, Role};
+
+/// Characters per estimated token.
+pub const CHARS_PER_TOKEN: usize = 3;
+/// Estimated tokens per image.
+pub const IMAGE_TOKENS: u32 = 600;
+/// Assumed cost of system prompt plus tools before a turn has reported it.
+pub const DEFAULT_OVERHEAD: u32 = 4_000;
+/// Window assumed when a local model or server does not report one.
+pub const DEFAULT_WINDOW: u32 = 8_192;
+/// Estimated tokens of message framing (role markers and the like).
+const MESSAGE_TOKENS: u32 = 4;
+
+/// What a removed tool result is replaced with.
+pub const RESULT_PLACEHOLDER: &str =
+    "[This tool result was removed to fit the context window; call the tool again if you need it.]";
+/// What an image beyond the newest few is replaced with.
+pub const IMAGE_PLACEHOLDER: &str = "[An image was here; only the newest images are kept.]";
+
+/// How a session budgets context, per where the model runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextPolicy {
+    /// Window assumed for a local model or server that reports none.
+    pub default_window: u32,
+    /// The most a cloud model is given, whatever its window: every turn
+    /// resends (and is billed for) the whole conversation.
+    pub cloud_window_cap: u32,
+    /// Tokens kept free for the answer, by location (capped at a quarter of
+    /// the window).
+    pub answer_reserve_local: u32,
+    /// Answer reserve on an AI server.
+    pub answer_reserve_server: u32,
+    /// Answer reserve for a cloud model.
+    pub answer_reserve_cloud: u32,
+    /// Estimated tokens per image.
+    pub image_tokens: u32,
+    /// Images kept as pixels for local models and servers.
+    pub images_local: usize,
+    /// Images kept as pixels for cloud models.
+    pub images_cloud: usize,
+}
+
+impl Default for ContextPolicy {
+    fn default() -> Self {
+        Self {
+            default_window: DEFAULT_WINDOW,
+            cloud_window_cap: 64_000,
+            answer_reserve_local: 2_048,
+            answer_reserve_server: 2_048,
+            answer_reserve_cloud: 8_192,
+            image_tokens: IMAGE_TOKENS,
+            images_local: 2,
+            images_cloud: 4,
+        }
+    }
+}
+
+/// The numbers one fit works with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// The window, in tokens.
+    pub window: u32,
+    /// Kept free for the answer.
+    pub answer_reserve: u32,
+    /// System prompt plus tools.
+    pub overhead: u32,
+    /// Estimated tokens per image.
+    pub image_tokens: u32,
+    /// Images kept as pixels (newest first).
+    pub max_images: usize,
+}
+
+impl ContextPolicy {
+    /// The budget for `model`, with the overhead learned so far (if any).
+    pub fn budget(&self, model: &ModelInfo, overhead: Option<u32>) -> Budget {
+        let (window, reserve, images) = match model.location {
+            ModelLocation::Cloud => (
+                model
+                    .context_window
+                    .unwrap_or(self.cloud_window_cap)
+                    .min(self.cloud_window_cap),
+                self.answer_reserve_cloud,
+                self.images_cloud,
+            ),
+            ModelLocation::Server => (
+                model.context_window.unwrap_or(self.default_window),
+                self.answer_reserve_server,
+                self.images_local,
+            ),
+            ModelLocation::Local => (
+                model.context_window.unwrap_or(self.default_window),
+                self.answer_reserve_local,
+                self.images_local,
+            ),
+        };
+        Budget {
+            window,
+            answer_reserve: reserve.min(window / 4),
+            overhead: overhead.unwrap_or(DEFAULT_OVERHEAD),
+            image_tokens: self.image_tokens,
+            max_images: images,
+        }
+    }
+}
+
+fn text_tokens(chars: usize) -> u32 {
+    u32::try_from(chars.div_ceil(CHARS_PER_TOKEN)).unwrap_or(u32::MAX)
+}
+
+/// Estimated tokens of one part.
+pub fn estimate_part(part: &Part, image_tokens: u32) -> u32 {
+    match part {
+        Part::Text { text } | Part::Reasoning { text } => text_tokens(text.len()),
+        Part::Image(_) => image_tokens,
+        Part::ToolCall(call) => {
+            text_tokens(call.name.len() + call.id.len() + json_len(&call.arguments))
+        }
+        Part::ToolResult(result) => result
+            .parts
+            .iter()
+            .map(|p| estimate_part(p, image_tokens))
+            .fold(
+                text_tokens(result.name.len() + result.call_id.len()),
+                u32::saturating_add,
+            ),
+        Part::Native(native) => text_tokens(json_len(&native.value)),
+    }
+}
+
+fn json_len(value: &serde_json::Value) -> usize {
+    serde_json::to_string(value).map(|s| s.len()).unwrap_or(0)
+}
+
+/// Estimated tokens of one message.
+pub fn estimate_message(message: &Message, image_tokens: u32) -> u32 {
+    message
+        .parts
+        .iter()
+        .map(|p| estimate_part(p, image_tokens))
+        .fold(MESSAGE_TOKENS, u32::saturating_add)
+}
+
+/// Estimated tokens of a conversation.
+pub fn estimate(messages: &[Message], image_tokens: u32) -> u32 {
+    messages
+        .iter()
+        .map(|m| estimate_message(m, image_tokens))
+        .fold(0, u32::saturating_add)
+}
+
+/// What the system prompt and tools cost, learned from a turn's reported
+/// prompt tokens and the conversation that was sent with it.
+pub fn learn_overhead(prompt_tokens: u32, sent: &[Message], image_tokens: u32) -> u32 {
+    prompt_tokens.saturating_sub(estimate(sent, image_tokens))
+}
+
+/// A conversation fitted into a budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fitted {
+    /// What to send.
+    pub messages: Vec<Message>,
+    /// Its estimated size, overhead and answer reserve included.
+    pub estimated_tokens: u32,
+    /// Tool results whose content was replaced by [`RESULT_PLACEHOLDER`].
+    pub stripped_results: usize,
+    /// Images replaced by [`IMAGE_PLACEHOLDER`].
+    pub dropped_images: usize,
+    /// Whole messages left out from the start (oldest exchanges).
+    pub dropped_messages: usize,
+    /// Whether it fits; when even the last exchange alone is too big it is
+    /// sent anyway and the model reports the overflow.
+    pub fits: bool,
+}
+
+/// Index of the first message of the last exchange: the last user message.
+pub fn last_exchange_start(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .unwrap_or(0)
+}
+
+/// Fit `history` into `budget`. See the [module docs](self) for the order in
+/// which things give way.
+pub fn fit(history: &[Message], budget: &Budget) -> Fitted {
+    let protected = last_exchange_start(history);
+    let mut messages = history.to_vec();
+    let dropped_images = cap_images(&mut messages, protected, budget.max_images);
+
+    let mut sizes: Vec<u32> = messages
+        .iter()
+        .map(|m| estimate_message(m, budget.image_tokens))
+        .collect();
+    let fixed = budget.overhead.saturating_add(budget.answer_reserve);
+    let mut total = sizes.iter().fold(fixed, |a, &b| a.saturating_add(b));
+
+    let mut stripped_results = 0;
+    for (i, message) in messages.iter_mut().enumerate().take(protected) {
+        if total <= budget.window {
+            break;
+        }
+        if message.role != Role::Tool {
+            continue;
+        }
+        for part in &mut message.parts {
+            if let Part::ToolResult(result) = part {
+                result.parts = vec![Part::text(RESULT_PLACEHOLDER)];
+                stripped_results += 1;
+            }
+        }
+        let size = estimate_message(message, budget.image_tokens);
+        total = total.saturating_sub(sizes[i]).saturating_add(size);
+        sizes[i] = size;
+    }
+
+    // Still too big: leave out the oldest exchanges whole, cutting only at a
+    // user message so no tool result loses its call.
+    let mut cut = 0;
+    while total > budget.window && cut < protected {
+        let next = (cut + 1..protected)
+            .find(|&k| messages[k].role == Role::User)
+            .unwrap_or(protected);
+        total = sizes[cut..next]
+            .iter()
+            .fold(total, |a, &b| a.saturating_sub(b));
+        cut = next;
+    }
+    messages.drain(..cut);
+
+    Fitted {
+        messages,
+        estimated_tokens: total,
+        stripped_results,
+        dropped_images,
+        dropped_messages: cut,
+        fits: total <= budget.window,
+    }
+}
+
+/// Keep the newest `keep` images as pixels; replace older ones before
+/// `protected` with a placeholder. Images of the last exchange always stay
+/// (they count towards `keep`). Returns how many were replaced.
+fn cap_images(messages: &mut [Message], protected: usize, keep: usize) -> usize {
+    let mut seen = 0;
+    let mut dropped = 0;
+    for (index, message) in messages.iter_mut().enumerate().rev() {
+        for part in message.parts.iter_mut().rev() {
+            match part {
+                Part::Image(_) => {
+                    seen += 1;
+                    if seen > keep && index < protected {
+                        *part = Part::text(IMAGE_PLACEHOLDER);
+                        dropped += 1;
+                    }
+                }
+                Part::ToolResult(result) => {
+                    for inner in result.parts.iter_mut().rev() {
+                        if matches!(inner, Part::Image(_)) {
+                            seen += 1;
+                            if seen > keep && index < protected {
+                                *inner = Part::text(IMAGE_PLACEHOLDER);
+                                dropped += 1;
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    dropped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use lrg_providers::{Image, ToolCall, ToolResult};
+    use serde_json::json;
+
+    fn image() -> Part {
+        Part::Image(Image {
+            mime: "image/png".into(),
+            data: Bytes::from_static(b"png"),
+        })
+    }
+
+    fn exchange(n: usize, result_chars: usize) -> Vec<Message> {
+        let call = ToolCall {
+            id: format!("c{n}"),
+            name: "read".into(),
+            arguments: json!({"n": n}),
+        };
+        vec![
+            Message::user(format!("question {n}")),
+            Message {
+                role: Role::Assistant,
+                parts: vec![Part::ToolCall(call.clone())],
+            },
+            Message::tool_results([ToolResult::text(&call, "x".repeat(result_chars), false)]),
+            Message::assistant(format!("answer {n}")),
+        ]
+    }
+
+    fn budget(window: u32) -> Budget {
+        Budget {
+            window,
+            answer_reserve: 100,
+            overhead: 100,
+            image_tokens: 600,
+            max_images: 2,
+        }
+    }
+
+    #[test]
+    fn estimates_three_chars_per_token_and_a_fixed_cost_per_image() {
+        let m = Message {
+            role: Role::User,
+            parts: vec![Part::text("abcdefg"), image()],
+        };
+        assert_eq!(estimate_message(&m, 600), MESSAGE_TOKENS + 3 + 600);
+        assert_eq!(
+            learn_overhead(5_000, std::slice::from_ref(&m), 600),
+            5_000 - 607
+        );
+        assert_eq!(learn_overhead(10, &[m], 600), 0);
+    }
+
+    #[test]
+    fn fits_untouched_when_small() {
+        let history: Vec<_> = (0..3).flat_map(|n| exchange(n, 30)).collect();
+        let fitted = fit(&history, &budget(10_000));
+        assert_eq!(fitted.messages, history);
+        assert!(fitted.fits);
+        assert_eq!((fitted.stripped_results, fitted.dropped_messages), (0, 0));
+    }
+
+    #[test]
+    fn oldest_tool_results_go_first_and_the_last_exchange_stays() {
+        let history: Vec<_> = (0..4).flat_map(|n| exchange(n, 3_000)).collect();
+        // Each result is ~1,000 tokens; room for about two of them.
+        let fitted = fit(&history, &budget(2_600));
+        assert!(fitted.fits, "{fitted:?}");
+        assert_eq!(fitted.dropped_messages, 0);
+        assert_eq!(fitted.stripped_results, 2);
+        let texts: Vec<String> = fitted
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| match &m.parts[0] {
+                Part::ToolResult(r) => r.text_content(),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(texts[0], RESULT_PLACEHOLDER);
+        assert_eq!(texts[1], RESULT_PLACEHOLDER);
+        assert_eq!(texts[2].len(), 3_000);
+        assert_eq!(texts[3].len(), 3_000, "last exchange untouched");
+    }
+
+    #[test]
+    fn drops_whole_exchanges_when_stripping_is_not_enough() {
+        let mut history: Vec<_> = (0..5).flat_map(|n| exchange(n, 30)).collect();
+        history[4] = Message::user("y".repeat(3_000));
+        let last = exchange(9, 300);
+        history.extend(last.clone());
+        let fitted = fit(&history, &budget(800));
+        assert!(fitted.fits, "{fitted:?}");
+        assert_eq!(
+            fitted.messages[0].role,
+            Role::User,
+            "cut at an exchange boundary"
+        );
+        assert_eq!(fitted.messages[fitted.messages.len() - 4..], last[..]);
+        assert_eq!(fitted.dropped_messages % 4, 0);
+        assert!(fitted.estimated_tokens <= 800);
+        // Nothing fits the last exchange alone: it is sent anyway.
+        let fitted = fit(&history, &budget(300));
+        assert!(!fitted.fits);
+        assert_eq!(fitted.messages, last);
+    }
+
+    #[test]
+    fn only_the_newest_images_stay() {
+        let call = ToolCall {
+            id: "c".into(),
+            name: "shot".into(),
+            arguments: json!({}),
+        };
+        let history = vec![
+            Message {
+                role: Role::User,
+                parts: vec![Part::text("look"), image()],
+            },
+            Message {
+                role: Role::Assistant,
+                parts: vec![Part::ToolCall(call.clone())],
+            },
+            Message::tool_results([ToolResult {
+                call_id: "c".into(),
+                name: "shot".into(),
+                parts: vec![image(), image()],
+                is_error: false,
+            }]),
+            Message {
+                role: Role::User,
+                parts: vec![Part::text("and these"), image(), image(), image()],
+            },
+        ];
+        let fitted = fit(&history, &budget(100_000));
+        assert_eq!(
+            fitted.dropped_images, 3,
+            "three newest are in the last exchange, which keeps them"
+        );
+        assert_eq!(fitted.messages[3], history[3]);
+        assert_eq!(fitted.messages[0].parts[1], Part::text(IMAGE_PLACEHOLDER));
+        let mut cloud = budget(100_000);
+        cloud.max_images = 4;
+        assert_eq!(fit(&history, &cloud).dropped_images, 2);
+    }
+
+    #[test]
+    fn budgets_by_location() {
+        let mut info = ModelInfo {
+            provider: "p".into(),
+            model: "m".into(),
+            location: ModelLocation::Local,
+            context_window: None,
+            sends_to: None,
+        };
+        let policy = ContextPolicy::default();
+        let b = policy.budget(&info, None);
+        assert_eq!(
+            (b.window, b.answer_reserve, b.overhead, b.max_images),
+            (8_192, 2_048, 4_000, 2)
+        );
+        info.location = ModelLocation::Cloud;
+        info.context_window = Some(1_000_000);
+        let b = policy.budget(&info, Some(1_234));
+        assert_eq!(
+            (b.window, b.answer_reserve, b.overhead, b.max_images),
+            (64_000, 8_192, 1_234, 4)
+        );
+        info.location = ModelLocation::Server;
+        info.context_window = Some(4_096);
+        let b = policy.budget(&info, None);
+        assert_eq!(
+            (b.window, b.answer_reserve, b.max_images),
+            (4_096, 1_024, 2)
+        );
+    }
+}

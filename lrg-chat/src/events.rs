@@ -1,0 +1,432 @@
+//! What a viewer is told: the event schema and the numbered, replayable log.
+//!
+//! # The schema
+//!
+//! Every [`Event`] serializes as one JSON object with a `type` field
+//! (`snake_case`), wrapped in a [`LogEntry`] that adds `seq` when the event is
+//! numbered. This is the one event format of lrg: the CLI prints it as JSON
+//! lines (`--json`), the web page reads it as server-sent events, and a Rust
+//! subscriber gets it typed. Fields are only ever added, never renamed.
+//!
+//! ```json
+//! {"seq":1,"type":"user_message","text":"list my files"}
+//! {"type":"delta","kind":"text","text":"Let"}
+//! {"seq":2,"type":"assistant_turn","text":"Let me look."}
+//! {"seq":3,"type":"tool_call","call_id":"c1","tool":"list","class":"read","arguments":{}}
+//! ```
+//!
+//! # Rebuilding a view
+//!
+//! Everything that changes what a viewer shows is numbered (`seq`, from 1) and
+//! kept for the life of the session, so a viewer that reconnects with
+//! `after=<last seq it saw>` rebuilds the conversation exactly. The only
+//! exception are [`Event::Delta`]s: the model's text as it is decoded, live
+//! only, never numbered, and always followed by one numbered
+//! [`Event::AssistantTurn`] holding the whole turn (or by [`Event::Stopped`],
+//! or a retrying [`Event::Warning`], after which the streamed text is dropped).
+//!
+//! A subscriber that falls more than [`LAG_LIMIT`] events behind the live
+//! stream is sent [`Event::Resync`] and dropped; it reconnects with `after=`
+//! and catches up from the log.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::permissions::{Answer, ApprovalReason, PermissionSettings};
+use crate::tools::ToolClass;
+
+/// How far (in events) a live subscriber may fall behind before it is sent
+/// [`Event::Resync`] and dropped.
+pub const LAG_LIMIT: u64 = 1024;
+
+/// One thing that happened in a chat. See the [module docs](self) for the
+/// wire format and the replay rules.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// The person sent a message.
+    UserMessage {
+        /// Its text.
+        text: String,
+        /// How many images came with it.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        images: usize,
+    },
+    /// More of the model's answer, as decoded. Live only: never numbered,
+    /// never replayed.
+    Delta {
+        /// Reasoning or answer text.
+        kind: DeltaKind,
+        /// The new text, to append to what came before in this turn.
+        text: String,
+    },
+    /// One finished model turn; replaces the deltas streamed for it.
+    AssistantTurn {
+        /// The model's visible reasoning, if it showed any.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reasoning: String,
+        /// The answer text (may be empty when the turn only calls tools).
+        text: String,
+    },
+    /// The model asked for a tool call. Followed, for the same `call_id`, by
+    /// either `tool_skipped`, or `tool_running` then `tool_done`, possibly
+    /// after `approval_needed` and `approval_answered`.
+    ToolCall {
+        /// Id pairing this call with its later events.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// The tool's human-readable title, when it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// What the tool may do to the world.
+        class: ToolClass,
+        /// The arguments, as the model wrote them.
+        arguments: Value,
+        /// How many items the call is aimed at, when that can be told.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        targets: Option<usize>,
+    },
+    /// The call waits for the person's answer
+    /// ([`crate::session::ChatSession::answer_approval`]).
+    ApprovalNeeded {
+        /// The call that waits.
+        call_id: String,
+        /// Why it was not allowed outright.
+        reason: ApprovalReason,
+        /// Whether "always allow" is a meaningful answer (it is not for a bulk
+        /// question: the limit asks even for an allowed tool).
+        offer_always: bool,
+    },
+    /// The person answered an approval question.
+    ApprovalAnswered {
+        /// The call that was waiting.
+        call_id: String,
+        /// The answer.
+        answer: Answer,
+    },
+    /// The call is running.
+    ToolRunning {
+        /// The call.
+        call_id: String,
+    },
+    /// The call finished (successfully or not).
+    ToolDone {
+        /// The call.
+        call_id: String,
+        /// Whether it succeeded.
+        ok: bool,
+        /// Its text output (or error message).
+        text: String,
+        /// How many images it returned.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        images: usize,
+    },
+    /// The call never ran; the model is told why.
+    ToolSkipped {
+        /// The call.
+        call_id: String,
+        /// Why it did not run.
+        reason: SkipReason,
+        /// The person's note with a denial, passed to the model too.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// Something the person should know that does not end the turn.
+    Warning {
+        /// What happened.
+        message: String,
+        /// The model turn is being retried: drop what was streamed of it.
+        #[serde(default, skip_serializing_if = "is_false")]
+        retrying: bool,
+    },
+    /// The turn ended with an error.
+    Error {
+        /// What went wrong, for a person.
+        message: String,
+        /// Machine-readable kind: a provider error kind
+        /// (`auth`, `context_overflow`, ...), `max_steps` or `model_source`.
+        kind: String,
+    },
+    /// The person stopped the turn; text streamed for an unfinished model
+    /// turn is dropped.
+    Stopped,
+    /// The session started or finished working on a message.
+    Busy {
+        /// Whether it is working now.
+        busy: bool,
+    },
+    /// Token usage of the last model turn.
+    Usage {
+        /// Tokens the model read (system prompt, tools, conversation).
+        prompt_tokens: u32,
+        /// Tokens it wrote.
+        completion_tokens: u32,
+        /// The window the session fits the conversation into.
+        context_window: u32,
+    },
+    /// The permission settings changed.
+    Permissions {
+        /// The settings now in force.
+        settings: PermissionSettings,
+        /// Whether they were written to disk (false until a path is bound).
+        saved: bool,
+        /// Why saving failed, when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        save_error: Option<String>,
+    },
+    /// The conversation was cut back for a retry: drop everything shown after
+    /// the event numbered `to_seq` (the user message being answered again).
+    Rewound {
+        /// The last event that stays.
+        to_seq: u64,
+    },
+    /// The conversation was emptied.
+    Cleared,
+    /// The conversation was replaced by a summary, which seeds the new
+    /// history as a user message.
+    Compacted {
+        /// The summary.
+        summary: String,
+    },
+    /// Sent to a subscriber that fell too far behind, just before its stream
+    /// ends: reconnect with `after=` the last `seq` seen.
+    Resync,
+}
+
+/// Which stream a [`Event::Delta`] belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeltaKind {
+    /// The model's reasoning.
+    Reasoning,
+    /// The answer.
+    Text,
+}
+
+/// Why a tool call did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The same tool with the same arguments was already called for this
+    /// message.
+    RepeatedCall,
+    /// The person denied it.
+    NotAllowed,
+    /// The person stopped the turn before it ran.
+    Stopped,
+    /// The tool is blocked by a rule (the model was not offered it).
+    Blocked,
+    /// No tool of that name exists.
+    UnknownTool,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// An event as it appears in the log and on the wire: numbered (`seq`) unless
+/// it is live only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// Position in the log, from 1; absent for live-only events (deltas,
+    /// resync).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The event.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+#[derive(Debug, Default)]
+struct LogState {
+    /// Every numbered event, `entries[i].seq == i + 1`.
+    entries: Vec<Arc<LogEntry>>,
+    /// The most recent published events (numbered and live), at most
+    /// [`LAG_LIMIT`], for live subscribers. Kept only while someone listens.
+    recent: VecDeque<Arc<LogEntry>>,
+    /// How many events were ever put in `recent` (its end position).
+    published: u64,
+}
+
+/// The numbered, kept event log of one session, with live fan-out to any
+/// number of subscribers.
+///
+/// Publishing never waits for a subscriber: a slow one falls behind and,
+/// past [`LAG_LIMIT`], is told to resync. Dropping the log ends every
+/// subscription.
+#[derive(Debug)]
+pub struct EventLog {
+    state: Arc<Mutex<LogState>>,
+    head: watch::Sender<u64>,
+}
+
+impl Default for EventLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn lock(state: &Mutex<LogState>) -> MutexGuard<'_, LogState> {
+    // Every critical section leaves the state consistent (pushes and
+    // counters), so a poisoned lock is safe to reuse.
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl EventLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self {
+            state: Arc::default(),
+            head: watch::Sender::new(0),
+        }
+    }
+
+    /// Append a numbered event and send it to live subscribers; returns its
+    /// `seq`.
+    pub fn publish(&self, event: Event) -> u64 {
+        let mut state = lock(&self.state);
+        let seq = state.entries.len() as u64 + 1;
+        let entry = Arc::new(LogEntry {
+            seq: Some(seq),
+            event,
+        });
+        state.entries.push(entry.clone());
+        self.fan_out(&mut state, entry);
+        seq
+    }
+
+    /// Send a live-only event (a delta) to live subscribers; it is not kept.
+    pub fn publish_live(&self, event: Event) {
+        if self.head.receiver_count() == 0 {
+            return;
+        }
+        let mut state = lock(&self.state);
+        self.fan_out(&mut state, Arc::new(LogEntry { seq: None, event }));
+    }
+
+    fn fan_out(&self, state: &mut LogState, entry: Arc<LogEntry>) {
+        // Nobody listening: a later subscriber replays from `entries`, so
+        // there is nothing to keep for live delivery.
+        if self.head.receiver_count() == 0 {
+            state.recent.clear();
+            return;
+        }
+        state.recent.push_back(entry);
+        state.published += 1;
+        while state.recent.len() as u64 > LAG_LIMIT {
+            state.recent.pop_front();
+        }
+        self.head.send_replace(state.published);
+    }
+
+    /// The `seq` of the last numbered event (0 when empty).
+    pub fn last_seq(&self) -> u64 {
+        lock(&self.state).entries.len() as u64
+    }
+
+    /// Every numbered event after `after`, in order.
+    pub fn since(&self, after: u64) -> Vec<Arc<LogEntry>> {
+        let state = lock(&self.state);
+        let start = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(state.entries.len());
+        state.entries[start..].to_vec()
+    }
+
+    /// Every numbered event, in order.
+    pub fn entries(&self) -> Vec<Arc<LogEntry>> {
+        self.since(0)
+    }
+
+    /// The kept events after `after`, then live events as they are
+    /// published, with nothing lost or repeated in between.
+    pub fn subscribe(&self, after: u64) -> Subscription {
+        let state = lock(&self.state);
+        let start = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(state.entries.len());
+        let replay: VecDeque<_> = state.entries[start..].iter().cloned().collect();
+        // Subscribing under the lock: every event published from here on is
+        // at a position >= `published`, and every earlier one is in `replay`
+        // (or was a delta, which is not replayed).
+        let head = self.head.subscribe();
+        Subscription {
+            state: self.state.clone(),
+            head,
+            replay,
+            next: state.published,
+            done: false,
+        }
+    }
+
+    /// How many live subscribers there are.
+    pub fn subscriber_count(&self) -> usize {
+        self.head.receiver_count()
+    }
+}
+
+/// A subscriber's view of an [`EventLog`]: the replay, then live events.
+#[derive(Debug)]
+pub struct Subscription {
+    state: Arc<Mutex<LogState>>,
+    head: watch::Receiver<u64>,
+    replay: VecDeque<Arc<LogEntry>>,
+    /// Position (in `published` terms) of the next live event to deliver.
+    next: u64,
+    done: bool,
+}
+
+impl Subscription {
+    /// The next event; `None` once the log is gone or after a
+    /// [`Event::Resync`].
+    pub async fn next(&mut self) -> Option<Arc<LogEntry>> {
+        if let Some(entry) = self.replay.pop_front() {
+            return Some(entry);
+        }
+        loop {
+            if self.done {
+                return None;
+            }
+            {
+                let state = lock(&self.state);
+                let oldest = state.published - state.recent.len() as u64;
+                if self.next < oldest || state.published - self.next > LAG_LIMIT {
+                    self.done = true;
+                    return Some(Arc::new(LogEntry {
+                        seq: None,
+                        event: Event::Resync,
+                    }));
+                }
+                if self.next < state.published {
+                    let index = usize::try_from(self.next - oldest).unwrap_or(usize::MAX);
+                    if let Some(entry) = state.recent.get(index) {
+                        self.next += 1;
+                        return Some(entry.clone());
+                    }
+                }
+                self.head.mark_unchanged();
+            }
+            if self.head.changed().await.is_err() {
+                self.done = true;
+            }
+        }
+    }
+
+    /// This subscription as a [`futures::Stream`].
+    pub fn into_stream(self) -> impl futures::Stream<Item = Arc<LogEntry>> + Send {
+        futures::stream::unfold(
+            self,
+            |mut sub| async move { sub.next().await.map(|e| (e, sub)) },
+        )
+    }
+}

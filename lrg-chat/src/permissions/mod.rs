@@ -1,0 +1,302 @@
+//! What runs without asking: the tool's class × the mode × a rule per tool ×
+//! the bulk limit, and the answers a person gives when asked.
+//!
+//! The decision ([`decide`]) is a pure function of the settings; the
+//! [`Permissions`] store keeps the settings shared between sessions and saves
+//! them as JSON.
+
+mod store;
+mod targets;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools::ToolClass;
+
+pub use store::{Permissions, PermissionsError, SaveStatus};
+pub use targets::{LongestIdArray, TargetCounter};
+
+/// The default bulk limit: a destructive call aimed at more items asks.
+pub const DEFAULT_BULK_LIMIT: u32 = 200;
+
+/// How much runs without asking, when no rule says otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Every call asks.
+    AskAll,
+    /// Read tools run; change and destructive ones ask.
+    #[default]
+    AutoRead,
+    /// Read and change tools run; destructive ones ask.
+    AutoSafe,
+    /// Everything runs (the bulk limit still asks).
+    AutoAll,
+}
+
+/// A person's rule for one tool, overriding the mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// Runs without asking (the bulk limit still asks).
+    Allow,
+    /// Always asks.
+    Ask,
+    /// Never offered to the model.
+    Block,
+}
+
+/// Everything a person set about permissions. Serialized as the settings
+/// file:
+///
+/// ```json
+/// {"mode": "auto_read", "rules": {"delete_file": "block"}, "bulk_limit": 200}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PermissionSettings {
+    /// The mode.
+    pub mode: Mode,
+    /// Rules by tool name.
+    pub rules: BTreeMap<String, Rule>,
+    /// A destructive call aimed at more targets than this asks even when
+    /// allowed; 0 turns the limit off.
+    pub bulk_limit: u32,
+}
+
+impl Default for PermissionSettings {
+    fn default() -> Self {
+        Self {
+            mode: Mode::default(),
+            rules: BTreeMap::new(),
+            bulk_limit: DEFAULT_BULK_LIMIT,
+        }
+    }
+}
+
+/// Why a call waits for the person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ApprovalReason {
+    /// The mode asks for this class of tool.
+    Mode {
+        /// The mode in force.
+        mode: Mode,
+    },
+    /// A rule says ask for this tool.
+    Rule,
+    /// A destructive call aimed at more targets than the bulk limit.
+    Bulk {
+        /// How many targets the call is aimed at.
+        targets: usize,
+        /// The limit.
+        limit: u32,
+    },
+}
+
+/// The outcome of a permission check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Ask the person first.
+    Ask(ApprovalReason),
+    /// Do not run it (and do not offer it).
+    Block,
+}
+
+/// A person's answer to an approval question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Answer {
+    /// Run this call.
+    Once,
+    /// Run it, and allow this tool for the rest of this chat.
+    ThisChat,
+    /// Run it, and write an allow rule for this tool.
+    Always,
+    /// Do not run it; the note (if any) is passed to the model.
+    Deny {
+        /// What the person wants instead.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+}
+
+impl Answer {
+    /// A denial without a note.
+    pub fn deny() -> Self {
+        Answer::Deny { note: None }
+    }
+
+    /// A denial with a note for the model.
+    pub fn deny_with(note: impl Into<String>) -> Self {
+        Answer::Deny {
+            note: Some(note.into()),
+        }
+    }
+}
+
+/// Decide whether a call runs, asks or is blocked.
+///
+/// `chat_allowed`: the person answered "for this chat" for this tool earlier,
+/// which counts as an allow rule. `targets`: how many items the call is aimed
+/// at, when that can be told ([`TargetCounter`]).
+pub fn decide(
+    settings: &PermissionSettings,
+    tool: &str,
+    class: ToolClass,
+    chat_allowed: bool,
+    targets: Option<usize>,
+) -> Decision {
+    let rule = settings.rules.get(tool).copied();
+    if rule == Some(Rule::Block) {
+        return Decision::Block;
+    }
+    let allowed = if chat_allowed || rule == Some(Rule::Allow) {
+        true
+    } else if rule == Some(Rule::Ask) {
+        return Decision::Ask(ApprovalReason::Rule);
+    } else {
+        matches!(
+            (settings.mode, class),
+            (Mode::AutoAll, _)
+                | (Mode::AutoSafe, ToolClass::Read | ToolClass::Change)
+                | (Mode::AutoRead, ToolClass::Read)
+        )
+    };
+    if !allowed {
+        return Decision::Ask(ApprovalReason::Mode {
+            mode: settings.mode,
+        });
+    }
+    match targets {
+        Some(n)
+            if class == ToolClass::Destructive
+                && settings.bulk_limit > 0
+                && n > settings.bulk_limit as usize =>
+        {
+            Decision::Ask(ApprovalReason::Bulk {
+                targets: n,
+                limit: settings.bulk_limit,
+            })
+        }
+        _ => Decision::Allow,
+    }
+}
+
+/// Whether the tool is offered to the model at all.
+pub fn is_offered(settings: &PermissionSettings, tool: &str) -> bool {
+    settings.rules.get(tool) != Some(&Rule::Block)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(mode: Mode) -> PermissionSettings {
+        PermissionSettings {
+            mode,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn modes_by_class() {
+        use Decision::Allow;
+        use ToolClass::*;
+        let ask = |m| Decision::Ask(ApprovalReason::Mode { mode: m });
+        let table = [
+            (
+                Mode::AskAll,
+                [ask(Mode::AskAll), ask(Mode::AskAll), ask(Mode::AskAll)],
+            ),
+            (
+                Mode::AutoRead,
+                [Allow, ask(Mode::AutoRead), ask(Mode::AutoRead)],
+            ),
+            (Mode::AutoSafe, [Allow, Allow, ask(Mode::AutoSafe)]),
+            (Mode::AutoAll, [Allow, Allow, Allow]),
+        ];
+        for (mode, expected) in table {
+            for (class, want) in [Read, Change, Destructive].into_iter().zip(expected) {
+                assert_eq!(
+                    decide(&settings(mode), "t", class, false, None),
+                    want,
+                    "{mode:?} {class:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn rules_override_the_mode() {
+        let mut s = settings(Mode::AutoAll);
+        s.rules.insert("t".into(), Rule::Ask);
+        assert_eq!(
+            decide(&s, "t", ToolClass::Read, false, None),
+            Decision::Ask(ApprovalReason::Rule)
+        );
+        assert_eq!(
+            decide(&s, "other", ToolClass::Read, false, None),
+            Decision::Allow
+        );
+        s.rules.insert("t".into(), Rule::Block);
+        assert_eq!(
+            decide(&s, "t", ToolClass::Read, true, None),
+            Decision::Block
+        );
+        assert!(!is_offered(&s, "t") && is_offered(&s, "other"));
+        let mut s = settings(Mode::AskAll);
+        s.rules.insert("t".into(), Rule::Allow);
+        assert_eq!(
+            decide(&s, "t", ToolClass::Destructive, false, None),
+            Decision::Allow
+        );
+        assert_eq!(
+            decide(&settings(Mode::AskAll), "t", ToolClass::Read, true, None),
+            Decision::Allow
+        );
+    }
+
+    #[test]
+    fn bulk_limit_asks_for_allowed_destructive_calls_only() {
+        let mut s = settings(Mode::AutoAll);
+        s.bulk_limit = 3;
+        let bulk = Decision::Ask(ApprovalReason::Bulk {
+            targets: 4,
+            limit: 3,
+        });
+        assert_eq!(
+            decide(&s, "t", ToolClass::Destructive, false, Some(4)),
+            bulk
+        );
+        assert_eq!(
+            decide(&s, "t", ToolClass::Destructive, false, Some(3)),
+            Decision::Allow
+        );
+        assert_eq!(
+            decide(&s, "t", ToolClass::Change, false, Some(400)),
+            Decision::Allow
+        );
+        assert_eq!(decide(&s, "t", ToolClass::Destructive, true, Some(4)), bulk);
+        s.bulk_limit = 0;
+        assert_eq!(
+            decide(&s, "t", ToolClass::Destructive, false, Some(100_000)),
+            Decision::Allow
+        );
+    }
+
+    #[test]
+    fn settings_json_shape() {
+        let s: PermissionSettings = serde_json::from_str(r#"{"rules":{"x":"block"}}"#).unwrap();
+        assert_eq!(s.mode, Mode::AutoRead);
+        assert_eq!(s.bulk_limit, DEFAULT_BULK_LIMIT);
+        assert_eq!(s.rules["x"], Rule::Block);
+        let err = serde_json::from_str::<PermissionSettings>(r#"{"mode":"yolo"}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown variant `yolo`"), "{err}");
+        let a: Answer = serde_json::from_str(r#"{"kind":"deny","note":"only three"}"#).unwrap();
+        assert_eq!(a, Answer::deny_with("only three"));
+    }
+}

@@ -1,0 +1,216 @@
+//! One tool call: announce, refuse a repeat, ask if needed, run, record.
+
+use std::collections::HashSet;
+
+use lrg_providers::{Part, ToolCall, ToolResult, ToolSpec};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use super::history::canonical_json;
+use crate::events::{Event, SkipReason};
+use crate::permissions::{Answer, ApprovalReason, Decision, Rule, decide};
+use crate::tools::ToolClass;
+
+/// Handle `call` and return its result; every call gets one, even one that
+/// never ran.
+pub(super) async fn handle_call(
+    shared: &Shared,
+    call: &ToolCall,
+    specs: &[ToolSpec],
+    made: &mut HashSet<String>,
+    cancel: &CancellationToken,
+) -> ToolResult {
+    let spec = specs.iter().find(|s| s.name == call.name);
+    let class = spec.map_or(ToolClass::Destructive, |s| {
+        ToolClass::from_annotations(&s.annotations)
+    });
+    let targets = spec.and_then(|s| shared.target_counter.count(s, &call.arguments));
+    shared.publish(Event::ToolCall {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        title: spec.and_then(|s| s.annotations.title.clone()),
+        class,
+        arguments: call.arguments.clone(),
+        targets,
+    });
+
+    if cancel.is_cancelled() {
+        return skip(
+            shared,
+            call,
+            SkipReason::Stopped,
+            None,
+            "Not run: the user stopped before this call started.",
+        );
+    }
+    if !made.insert(format!(
+        "{}\u{0}{}",
+        call.name,
+        canonical_json(&call.arguments)
+    )) {
+        let text = format!(
+            "Not run: you already made this exact call ({} with the same arguments) for this message, \
+             and its result is above. Do not repeat it: use that result, call with different arguments, \
+             or answer the user.",
+            call.name
+        );
+        return skip(shared, call, SkipReason::RepeatedCall, None, &text);
+    }
+    let Some(spec) = spec else {
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        let text = format!(
+            "There is no tool named `{}`. The tools are: {}.",
+            call.name,
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+        return skip(shared, call, SkipReason::UnknownTool, None, &text);
+    };
+
+    let settings = shared.permissions.settings();
+    let chat_allowed = shared.lock().chat_allowed.contains(&call.name);
+    match decide(&settings, &spec.name, class, chat_allowed, targets) {
+        Decision::Allow => {}
+        Decision::Block => {
+            let text = format!(
+                "Not run: the user turned the tool `{}` off. Do not call it; do the task another way or tell the user.",
+                call.name
+            );
+            return skip(shared, call, SkipReason::Blocked, None, &text);
+        }
+        Decision::Ask(reason) => {
+            if let Some(denied) = ask(shared, call, reason, cancel).await {
+                return denied;
+            }
+        }
+    }
+    // An answer may have come just as the person stopped: start nothing new.
+    if cancel.is_cancelled() {
+        return skip(
+            shared,
+            call,
+            SkipReason::Stopped,
+            None,
+            "Not run: the user stopped before this call started.",
+        );
+    }
+
+    shared.publish(Event::ToolRunning {
+        call_id: call.id.clone(),
+    });
+    // A running tool is not interrupted: the token only tells it not to
+    // start anything further.
+    let output = shared
+        .tools
+        .call(&call.name, call.arguments.clone(), cancel.clone())
+        .await;
+    if let Some(warning) = &output.warning {
+        shared.publish(Event::Warning {
+            message: warning.clone(),
+            retrying: false,
+        });
+    }
+    let result = ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        parts: output.parts,
+        is_error: output.is_error,
+    };
+    shared.publish(Event::ToolDone {
+        call_id: call.id.clone(),
+        ok: !result.is_error,
+        text: result.text_content(),
+        images: result
+            .parts
+            .iter()
+            .filter(|p| matches!(p, Part::Image(_)))
+            .count(),
+    });
+    result
+}
+
+/// Ask the person; `None` when the call may run, otherwise its result.
+async fn ask(
+    shared: &Shared,
+    call: &ToolCall,
+    reason: ApprovalReason,
+    cancel: &CancellationToken,
+) -> Option<ToolResult> {
+    let (sender, receiver) = oneshot::channel();
+    let offer_always = !matches!(reason, ApprovalReason::Bulk { .. });
+    {
+        // Registered before the question goes out, so an answer sent the
+        // moment it is seen finds it.
+        let mut state = shared.lock();
+        state.approvals.insert(call.id.clone(), sender);
+        shared.publish(Event::ApprovalNeeded {
+            call_id: call.id.clone(),
+            reason,
+            offer_always,
+        });
+    }
+    let answer = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => None,
+        answer = receiver => answer.ok(),
+    };
+    shared.lock().approvals.remove(&call.id);
+    let Some(answer) = answer else {
+        return Some(skip(
+            shared,
+            call,
+            SkipReason::Stopped,
+            None,
+            "Not run: the user stopped before deciding whether this call may run.",
+        ));
+    };
+    let answer = match answer {
+        Answer::Deny { note } => Answer::Deny {
+            note: note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty()),
+        },
+        other => other,
+    };
+    shared.publish(Event::ApprovalAnswered {
+        call_id: call.id.clone(),
+        answer: answer.clone(),
+    });
+    match answer {
+        Answer::Once => None,
+        Answer::ThisChat => {
+            shared.lock().chat_allowed.insert(call.name.clone());
+            None
+        }
+        Answer::Always => {
+            let status = shared.permissions.set_rule(&call.name, Some(Rule::Allow));
+            shared.permissions_event(status);
+            None
+        }
+        Answer::Deny { note } => {
+            let mut text = "Not run: the user did not allow this call.".to_string();
+            if let Some(note) = &note {
+                text.push_str(" The user's note: ");
+                text.push_str(note);
+            }
+            Some(skip(shared, call, SkipReason::NotAllowed, note, &text))
+        }
+    }
+}
+
+fn skip(
+    shared: &Shared,
+    call: &ToolCall,
+    reason: SkipReason,
+    note: Option<String>,
+    text: &str,
+) -> ToolResult {
+    shared.publish(Event::ToolSkipped {
+        call_id: call.id.clone(),
+        reason,
+        note,
+    });
+    ToolResult::text(call, text, true)
+}

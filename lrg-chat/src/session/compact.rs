@@ -1,0 +1,77 @@
+//! Compaction: one tool-free turn that summarizes the conversation, which
+//! then replaces it.
+
+use lrg_providers::{Message, TurnRequest};
+use tokio_util::sync::CancellationToken;
+
+use super::history::SUMMARY_PREFIX;
+use super::run::{TurnFailure, resolve, stream_turn};
+use super::{Shared, TurnOutcome};
+use crate::context;
+use crate::events::Event;
+
+const INSTRUCTION: &str = "Summarize our conversation so far so that it can continue from your summary alone: \
+what I asked for, what was done (which tools were called and what they found or changed), \
+what was decided, and what is still open. Keep names, ids and numbers that matter. \
+Write only the summary.";
+
+pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> TurnOutcome {
+    let model = match resolve(shared, cancel).await {
+        Ok(model) => model,
+        Err(failure) => return failed(shared, failure),
+    };
+    let info = model.info();
+    let model_key = format!("{}:{}", info.provider, info.model);
+    let (mut history, overhead) = {
+        let state = shared.lock();
+        (
+            state.history.clone(),
+            state.overhead.get(&model_key).copied(),
+        )
+    };
+    history.push(Message::user(INSTRUCTION));
+    let budget = shared.config.context.budget(&info, overhead);
+    let request = TurnRequest {
+        system: (shared.system_prompt)(&info, &[]),
+        messages: context::fit(&history, &budget).messages,
+        tools: Vec::new(),
+        max_tokens: None,
+        temperature: None,
+    };
+    let turn = match stream_turn(shared, model.as_ref(), &request, cancel, false).await {
+        Ok(turn) => turn,
+        Err(failure) => return failed(shared, failure),
+    };
+    drop(model);
+    let summary = turn.text().trim().to_string();
+    if summary.is_empty() {
+        let error =
+            "The model returned an empty summary; the conversation was kept as it was.".to_string();
+        shared.publish(Event::Error {
+            message: error.clone(),
+            kind: "compact".into(),
+        });
+        return TurnOutcome::Failed { error };
+    }
+    let mut state = shared.lock();
+    let seq = shared.publish(Event::Compacted {
+        summary: summary.clone(),
+    });
+    state.history = vec![Message::user(format!("{SUMMARY_PREFIX}{summary}"))];
+    state.user_seqs = vec![(0, seq)];
+    TurnOutcome::Completed { text: summary }
+}
+
+fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {
+    match failure {
+        TurnFailure::Stopped => TurnOutcome::Stopped,
+        TurnFailure::Failed(error) => {
+            let message = format!("Could not compact the conversation: {error}");
+            shared.publish(Event::Error {
+                message: message.clone(),
+                kind: error.kind().into(),
+            });
+            TurnOutcome::Failed { error: message }
+        }
+    }
+}

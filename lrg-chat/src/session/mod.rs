@@ -1,0 +1,523 @@
+//! [`ChatSession`]: one conversation and the loop that works it.
+//!
+//! A message runs as a tokio task ([`ChatSession::send`] returns its
+//! [`TurnHandle`]); everything else — [`ChatSession::stop`],
+//! [`ChatSession::answer_approval`], subscribing to events — is called from
+//! other tasks while it runs (a terminal, a web page, a script). The session
+//! is a cheap handle (`Clone`); all clones drive the same conversation.
+//!
+//! Per user message the loop runs at most [`SessionConfig::max_steps`] model
+//! turns. For each turn it resolves the model ([`ModelSource`]), fits the
+//! history into the window ([`crate::context`]), offers every tool the
+//! permissions do not block, and streams the answer as events. For each tool
+//! call, in order: a `tool_call` event; an identical call (same tool, same
+//! arguments) already made for this message is refused; the permissions are
+//! checked, waiting for the person's answer when they say ask; the tool runs;
+//! `tool_done`. Every call gets a result, even one that never ran, because no
+//! model API accepts a history with an unanswered call.
+
+mod calls;
+mod compact;
+mod history;
+mod run;
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use futures::future::BoxFuture;
+use lrg_providers::{Image, Message, ModelInfo, Part, RetryPolicy, Role, ToolSpec};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::ContextPolicy;
+use crate::events::{Event, EventLog, Subscription};
+use crate::model_source::ModelSource;
+use crate::permissions::{
+    Answer, LongestIdArray, PermissionSettings, Permissions, SaveStatus, TargetCounter,
+};
+use crate::tools::{ToolOutput, Tools, ToolsError};
+
+pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
+
+/// Default for [`SessionConfig::max_steps`].
+pub const MAX_STEPS: usize = 12;
+
+/// Tunables of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionConfig {
+    /// Model turns allowed per user message.
+    pub max_steps: usize,
+    /// How transient model errors are retried.
+    pub retry: RetryPolicy,
+    /// How the conversation is fitted into the window.
+    pub context: ContextPolicy,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: MAX_STEPS,
+            retry: RetryPolicy::default(),
+            context: ContextPolicy::default(),
+        }
+    }
+}
+
+/// Builds the system prompt for a turn from the model and the tools offered.
+/// Called at every model turn, so an edit takes effect on the next one.
+pub type SystemPromptFn = dyn Fn(&ModelInfo, &[ToolSpec]) -> Option<String> + Send + Sync;
+
+/// What the person sends: text and optional images.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserInput {
+    /// The text.
+    pub text: String,
+    /// Images attached to it.
+    pub images: Vec<Image>,
+}
+
+impl From<&str> for UserInput {
+    fn from(text: &str) -> Self {
+        Self {
+            text: text.to_string(),
+            images: Vec::new(),
+        }
+    }
+}
+
+impl From<String> for UserInput {
+    fn from(text: String) -> Self {
+        Self {
+            text,
+            images: Vec::new(),
+        }
+    }
+}
+
+impl UserInput {
+    fn into_message(self) -> Message {
+        let mut parts = vec![Part::text(self.text)];
+        parts.extend(self.images.into_iter().map(Part::Image));
+        Message {
+            role: Role::User,
+            parts,
+        }
+    }
+}
+
+/// How a message (or a compaction) ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnOutcome {
+    /// The model answered without further tool calls.
+    Completed {
+        /// The final answer text.
+        text: String,
+    },
+    /// The person stopped it.
+    Stopped,
+    /// A fatal error ended it (also sent as an `error` event).
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
+    /// [`SessionConfig::max_steps`] model turns passed without a final answer.
+    StepsExhausted,
+}
+
+/// Why a session refused a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// A message is being worked on.
+    #[error("the session is busy with a message: stop it or wait for it to finish")]
+    Busy,
+    /// No approval question is open for that call.
+    #[error("no approval is waiting for tool call `{0}`")]
+    NoSuchApproval(String),
+    /// There is no user message to answer again.
+    #[error("there is no user message to retry")]
+    NothingToRetry,
+    /// The conversation is empty.
+    #[error("the conversation is empty: nothing to compact")]
+    NothingToCompact,
+    /// Not called from within a tokio runtime.
+    #[error("no tokio runtime: a ChatSession runs its turns as tokio tasks")]
+    NoRuntime,
+}
+
+/// The running message (or compaction) of a session; await it for its outcome.
+/// Dropping the handle does not stop the work (use [`ChatSession::stop`]).
+#[derive(Debug)]
+pub struct TurnHandle {
+    task: tokio::task::JoinHandle<TurnOutcome>,
+}
+
+impl Future for TurnHandle {
+    type Output = TurnOutcome;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TurnOutcome> {
+        Pin::new(&mut self.task).poll(cx).map(|r| {
+            r.unwrap_or_else(|e| TurnOutcome::Failed {
+                error: format!("the session task failed: {e}"),
+            })
+        })
+    }
+}
+
+struct NoTools;
+
+impl Tools for NoTools {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolsError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        _arguments: serde_json::Value,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { ToolOutput::error(format!("there is no tool named `{name}`")) })
+    }
+}
+
+/// Builds a [`ChatSession`].
+pub struct ChatSessionBuilder {
+    models: Arc<dyn ModelSource>,
+    tools: Arc<dyn Tools>,
+    permissions: Option<Arc<Permissions>>,
+    system_prompt: Arc<SystemPromptFn>,
+    target_counter: Arc<dyn TargetCounter>,
+    config: SessionConfig,
+}
+
+impl ChatSessionBuilder {
+    /// The tools offered to the model (default: none).
+    pub fn tools(mut self, tools: Arc<dyn Tools>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The permission settings, usually shared by every session of an app
+    /// (default: in-memory defaults for this session alone).
+    pub fn permissions(mut self, permissions: Arc<Permissions>) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// A fixed system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        let prompt = prompt.into();
+        self.system_prompt = Arc::new(move |_: &ModelInfo, _: &[ToolSpec]| Some(prompt.clone()));
+        self
+    }
+
+    /// A system prompt built at every model turn.
+    pub fn system_prompt_fn(
+        mut self,
+        prompt: impl Fn(&ModelInfo, &[ToolSpec]) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.system_prompt = Arc::new(prompt);
+        self
+    }
+
+    /// How the targets of a call are counted for the bulk limit (default
+    /// [`LongestIdArray`]).
+    pub fn target_counter(mut self, counter: Arc<dyn TargetCounter>) -> Self {
+        self.target_counter = counter;
+        self
+    }
+
+    /// Model turns allowed per user message (default [`MAX_STEPS`]).
+    pub fn max_steps(mut self, max_steps: usize) -> Self {
+        self.config.max_steps = max_steps;
+        self
+    }
+
+    /// How transient model errors are retried.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.config.retry = retry;
+        self
+    }
+
+    /// How the conversation is fitted into the window.
+    pub fn context(mut self, context: ContextPolicy) -> Self {
+        self.config.context = context;
+        self
+    }
+
+    /// Every tunable at once.
+    pub fn config(mut self, config: SessionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The session.
+    pub fn build(self) -> ChatSession {
+        ChatSession {
+            shared: Arc::new(Shared {
+                config: self.config,
+                models: self.models,
+                tools: self.tools,
+                permissions: self.permissions.unwrap_or_default(),
+                system_prompt: self.system_prompt,
+                target_counter: self.target_counter,
+                events: EventLog::new(),
+                state: Mutex::default(),
+            }),
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    config: SessionConfig,
+    models: Arc<dyn ModelSource>,
+    tools: Arc<dyn Tools>,
+    permissions: Arc<Permissions>,
+    system_prompt: Arc<SystemPromptFn>,
+    target_counter: Arc<dyn TargetCounter>,
+    events: EventLog,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    history: Vec<Message>,
+    /// For each user message in `history`: its index and the `seq` of the
+    /// event that showed it (what a retry rewinds the view to).
+    user_seqs: Vec<(usize, u64)>,
+    /// The running message's cancel token.
+    running: Option<CancellationToken>,
+    /// Approval questions waiting for an answer, by call id.
+    approvals: HashMap<String, oneshot::Sender<Answer>>,
+    /// Tools the person allowed "for this chat".
+    chat_allowed: HashSet<String>,
+    /// System prompt + tools cost, learned per model (`provider:model`).
+    overhead: HashMap<String, u32>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every critical section is a few pushes and inserts; a panic inside
+        // one cannot leave a half-made change worth refusing to read.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn publish(&self, event: Event) -> u64 {
+        self.events.publish(event)
+    }
+
+    fn permissions_event(&self, status: SaveStatus) {
+        let (saved, save_error) = match status {
+            SaveStatus::Saved => (true, None),
+            SaveStatus::NotBound => (false, None),
+            SaveStatus::Failed(e) => (false, Some(e)),
+        };
+        self.publish(Event::Permissions {
+            settings: self.permissions.settings(),
+            saved,
+            save_error,
+        });
+    }
+}
+
+/// One conversation. See the [module docs](self).
+#[derive(Clone)]
+pub struct ChatSession {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for ChatSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatSession")
+            .field("last_seq", &self.shared.events.last_seq())
+            .field("busy", &self.is_busy())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChatSession {
+    /// A builder for a session whose model turns run on what `models`
+    /// resolves.
+    pub fn builder(models: Arc<dyn ModelSource>) -> ChatSessionBuilder {
+        ChatSessionBuilder {
+            models,
+            tools: Arc::new(NoTools),
+            permissions: None,
+            system_prompt: Arc::new(|_: &ModelInfo, _: &[ToolSpec]| None),
+            target_counter: Arc::new(LongestIdArray),
+            config: SessionConfig::default(),
+        }
+    }
+
+    /// Send a user message and start working on it. Fails with
+    /// [`SessionError::Busy`] while another message runs.
+    pub fn send(&self, input: impl Into<UserInput>) -> Result<TurnHandle, SessionError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| SessionError::NoRuntime)?;
+        let input = input.into();
+        let mut state = self.shared.lock();
+        if state.running.is_some() {
+            return Err(SessionError::Busy);
+        }
+        let seq = self.shared.publish(Event::UserMessage {
+            text: input.text.clone(),
+            images: input.images.len(),
+        });
+        let index = state.history.len();
+        state.user_seqs.push((index, seq));
+        state.history.push(input.into_message());
+        Ok(self.start(&runtime, state, Work::Message))
+    }
+
+    /// Answer the last user message again: everything after it is dropped
+    /// (and the view told with a `rewound` event).
+    pub fn retry_last(&self) -> Result<TurnHandle, SessionError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| SessionError::NoRuntime)?;
+        let mut state = self.shared.lock();
+        if state.running.is_some() {
+            return Err(SessionError::Busy);
+        }
+        let &(index, seq) = state.user_seqs.last().ok_or(SessionError::NothingToRetry)?;
+        state.history.truncate(index + 1);
+        self.shared.publish(Event::Rewound { to_seq: seq });
+        Ok(self.start(&runtime, state, Work::Message))
+    }
+
+    /// Replace the conversation with a summary the model writes in one
+    /// tool-free turn; the summary seeds the new history as a user message.
+    pub fn compact(&self) -> Result<TurnHandle, SessionError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| SessionError::NoRuntime)?;
+        let state = self.shared.lock();
+        if state.running.is_some() {
+            return Err(SessionError::Busy);
+        }
+        if state.history.is_empty() {
+            return Err(SessionError::NothingToCompact);
+        }
+        Ok(self.start(&runtime, state, Work::Compact))
+    }
+
+    /// Empty the conversation. Tools allowed "for this chat" stay allowed.
+    pub fn clear(&self) -> Result<(), SessionError> {
+        let mut state = self.shared.lock();
+        if state.running.is_some() {
+            return Err(SessionError::Busy);
+        }
+        state.history.clear();
+        state.user_seqs.clear();
+        self.shared.publish(Event::Cleared);
+        Ok(())
+    }
+
+    fn start(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        mut state: MutexGuard<'_, State>,
+        work: Work,
+    ) -> TurnHandle {
+        let cancel = CancellationToken::new();
+        state.running = Some(cancel.clone());
+        self.shared.publish(Event::Busy { busy: true });
+        drop(state);
+        let shared = self.shared.clone();
+        let task = runtime.spawn(async move {
+            let note_stop = matches!(work, Work::Message);
+            let outcome = match work {
+                Work::Message => run::run_message(&shared, &cancel).await,
+                Work::Compact => compact::run_compact(&shared, &cancel).await,
+            };
+            finish(&shared, &outcome, note_stop);
+            outcome
+        });
+        TurnHandle { task }
+    }
+
+    /// Stop the running message: the model turn is cancelled at once, waiting
+    /// approvals are denied, nothing new starts, and a tool already running
+    /// finishes and has its result recorded. Returns whether anything was
+    /// running.
+    pub fn stop(&self) -> bool {
+        let state = self.shared.lock();
+        match &state.running {
+            Some(cancel) => {
+                cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Answer the approval question of tool call `call_id`.
+    pub fn answer_approval(&self, call_id: &str, answer: Answer) -> Result<(), SessionError> {
+        let sender = self.shared.lock().approvals.remove(call_id);
+        match sender {
+            Some(sender) => sender
+                .send(answer)
+                .map_err(|_| SessionError::NoSuchApproval(call_id.to_string())),
+            None => Err(SessionError::NoSuchApproval(call_id.to_string())),
+        }
+    }
+
+    /// Call ids of the approval questions now waiting.
+    pub fn pending_approvals(&self) -> Vec<String> {
+        let mut ids: Vec<_> = self.shared.lock().approvals.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// Whether a message is being worked on.
+    pub fn is_busy(&self) -> bool {
+        self.shared.lock().running.is_some()
+    }
+
+    /// The conversation as the model will next see it (before fitting).
+    pub fn history(&self) -> Vec<Message> {
+        self.shared.lock().history.clone()
+    }
+
+    /// The event log.
+    pub fn events(&self) -> &EventLog {
+        &self.shared.events
+    }
+
+    /// Events after `after`, then live ones ([`EventLog::subscribe`]).
+    pub fn subscribe(&self, after: u64) -> Subscription {
+        self.shared.events.subscribe(after)
+    }
+
+    /// The permission settings this session decides with.
+    pub fn permissions(&self) -> &Arc<Permissions> {
+        &self.shared.permissions
+    }
+
+    /// Change the permission settings (saved when a path is bound) and tell
+    /// viewers with a `permissions` event.
+    pub fn update_permissions(&self, change: impl FnOnce(&mut PermissionSettings)) -> SaveStatus {
+        let status = self.shared.permissions.update(change);
+        self.shared.permissions_event(status.clone());
+        status
+    }
+}
+
+enum Work {
+    Message,
+    Compact,
+}
+
+/// Bookkeeping when a message ends: the stop note, denied approvals, busy off.
+fn finish(shared: &Shared, outcome: &TurnOutcome, note_stop: bool) {
+    let mut state = shared.lock();
+    if *outcome == TurnOutcome::Stopped {
+        if note_stop {
+            state.history.push(Message::assistant(STOPPED_NOTE));
+        }
+        shared.publish(Event::Stopped);
+    }
+    // Dropping the senders denies anything still waiting (normally nothing:
+    // the loop removes its own question when it stops waiting).
+    state.approvals.clear();
+    state.running = None;
+    shared.publish(Event::Busy { busy: false });
+}

@@ -1,0 +1,254 @@
+//! The loop for one user message: model turns, each followed by its tool
+//! calls, until the model answers without calling a tool.
+
+use std::collections::HashSet;
+
+use futures::StreamExt as _;
+use lrg_providers::{
+    AssistantTurn, ChatModel, Message, ProviderError, StopReason, ToolCall, TurnEvent, TurnRequest,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{Shared, TurnOutcome, calls};
+use crate::context::{self, Budget};
+use crate::events::{DeltaKind, Event};
+use crate::permissions::is_offered;
+
+/// Why a model turn produced no answer.
+pub(super) enum TurnFailure {
+    /// The person stopped it.
+    Stopped,
+    /// A fatal error, or a transient one that outlived its retries.
+    Failed(ProviderError),
+}
+
+pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> TurnOutcome {
+    // Identical calls already made for this message (tool name + canonical
+    // arguments), whatever became of them.
+    let mut made: HashSet<String> = HashSet::new();
+    for _ in 0..shared.config.max_steps {
+        if cancel.is_cancelled() {
+            return TurnOutcome::Stopped;
+        }
+        let model = match resolve(shared, cancel).await {
+            Ok(model) => model,
+            Err(failure) => return failed(shared, failure),
+        };
+        let info = model.info();
+        let specs = match shared.tools.list().await {
+            Ok(specs) => specs,
+            Err(e) => {
+                shared.publish(Event::Warning {
+                    message: e.to_string(),
+                    retrying: false,
+                });
+                Vec::new()
+            }
+        };
+        let settings = shared.permissions.settings();
+        let offered: Vec<_> = specs
+            .iter()
+            .filter(|s| is_offered(&settings, &s.name))
+            .cloned()
+            .collect();
+        let model_key = format!("{}:{}", info.provider, info.model);
+        let (history, overhead) = {
+            let state = shared.lock();
+            (
+                state.history.clone(),
+                state.overhead.get(&model_key).copied(),
+            )
+        };
+        let budget = shared.config.context.budget(&info, overhead);
+        let fitted = context::fit(&history, &budget);
+        let request = TurnRequest {
+            system: (shared.system_prompt)(&info, &offered),
+            messages: fitted.messages,
+            tools: offered,
+            max_tokens: None,
+            temperature: None,
+        };
+        let turn = match stream_turn(shared, model.as_ref(), &request, cancel, true).await {
+            Ok(turn) => turn,
+            Err(failure) => return failed(shared, failure),
+        };
+        // Never keep a model past its turn: the app may swap it meanwhile.
+        drop(model);
+        if let Some(usage) = turn.usage {
+            record_usage(shared, &model_key, usage, &request.messages, &budget);
+        }
+        let calls: Vec<ToolCall> = turn.tool_calls().into_iter().cloned().collect();
+        let reasoning = turn
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                lrg_providers::Part::Reasoning { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<String>();
+        let text = turn.text();
+        {
+            let mut state = shared.lock();
+            shared.publish(Event::AssistantTurn {
+                reasoning,
+                text: text.clone(),
+            });
+            state.history.push(turn.into_message());
+        }
+        if calls.is_empty() {
+            return TurnOutcome::Completed { text };
+        }
+        let mut results = Vec::with_capacity(calls.len());
+        for call in &calls {
+            results.push(calls::handle_call(shared, call, &specs, &mut made, cancel).await);
+        }
+        shared.lock().history.push(Message::tool_results(results));
+        if cancel.is_cancelled() {
+            return TurnOutcome::Stopped;
+        }
+    }
+    let steps = shared.config.max_steps;
+    shared.publish(Event::Error {
+        message: format!(
+            "Gave up after {steps} model turns without a final answer (the limit per message); \
+             send another message to let it continue."
+        ),
+        kind: "max_steps".into(),
+    });
+    TurnOutcome::StepsExhausted
+}
+
+fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {
+    match failure {
+        TurnFailure::Stopped => TurnOutcome::Stopped,
+        TurnFailure::Failed(error) => {
+            let message = error.to_string();
+            shared.publish(Event::Error {
+                message: message.clone(),
+                kind: error.kind().into(),
+            });
+            TurnOutcome::Failed { error: message }
+        }
+    }
+}
+
+fn record_usage(
+    shared: &Shared,
+    model_key: &str,
+    usage: lrg_providers::Usage,
+    sent: &[Message],
+    budget: &Budget,
+) {
+    let mut state = shared.lock();
+    state
+        .overhead
+        .entry(model_key.to_string())
+        .or_insert_with(|| context::learn_overhead(usage.prompt_tokens, sent, budget.image_tokens));
+    shared.publish(Event::Usage {
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        context_window: budget.window,
+    });
+}
+
+/// Resolve the model for this turn, retrying transient failures.
+pub(super) async fn resolve(
+    shared: &Shared,
+    cancel: &CancellationToken,
+) -> Result<std::sync::Arc<dyn ChatModel>, TurnFailure> {
+    let mut attempt = 0;
+    loop {
+        let result = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(TurnFailure::Stopped),
+            r = shared.models.resolve() => r,
+        };
+        match result {
+            Ok(model) => return Ok(model),
+            Err(e) => {
+                attempt += 1;
+                retry_or_fail(shared, e, attempt, cancel).await?;
+            }
+        }
+    }
+}
+
+/// Wait before retry `attempt` when `error` is transient and retries are
+/// left; otherwise the failure to end the turn with.
+async fn retry_or_fail(
+    shared: &Shared,
+    error: ProviderError,
+    attempt: u32,
+    cancel: &CancellationToken,
+) -> Result<(), TurnFailure> {
+    let policy = &shared.config.retry;
+    if !error.is_transient() || !policy.allows(attempt) {
+        return Err(TurnFailure::Failed(error));
+    }
+    let delay = policy.delay(attempt, error.retry_after());
+    shared.publish(Event::Warning {
+        message: format!(
+            "The model failed: {error}. Retry {attempt} of {} in {} ms.",
+            policy.max_retries,
+            delay.as_millis()
+        ),
+        retrying: true,
+    });
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(TurnFailure::Stopped),
+        _ = tokio::time::sleep(delay) => Ok(()),
+    }
+}
+
+/// Run one model turn, retrying transient errors; deltas go out live when
+/// `live`. A stop drops the stream at once.
+pub(super) async fn stream_turn(
+    shared: &Shared,
+    model: &dyn ChatModel,
+    request: &TurnRequest,
+    cancel: &CancellationToken,
+    live: bool,
+) -> Result<AssistantTurn, TurnFailure> {
+    let mut attempt = 0;
+    loop {
+        let mut stream = model.turn(request.clone(), cancel.child_token());
+        let mut turn = AssistantTurn::default();
+        let error = loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(TurnFailure::Stopped),
+                next = stream.next() => next,
+            };
+            match next {
+                None => return Ok(turn),
+                Some(Ok(event)) => {
+                    match &event {
+                        TurnEvent::TextDelta { text } if live => {
+                            shared.events.publish_live(Event::Delta {
+                                kind: DeltaKind::Text,
+                                text: text.clone(),
+                            })
+                        }
+                        TurnEvent::ReasoningDelta { text } if live => {
+                            shared.events.publish_live(Event::Delta {
+                                kind: DeltaKind::Reasoning,
+                                text: text.clone(),
+                            })
+                        }
+                        TurnEvent::End {
+                            stop: StopReason::Cancelled,
+                        } if cancel.is_cancelled() => {
+                            return Err(TurnFailure::Stopped);
+                        }
+                        _ => {}
+                    }
+                    turn.push(event);
+                }
+                Some(Err(e)) => break e,
+            }
+        };
+        attempt += 1;
+        retry_or_fail(shared, error, attempt, cancel).await?;
+    }
+}
