@@ -25,7 +25,8 @@ use super::validate::{non_negative, require_root_object, string_list, type_list}
 ///
 /// Kept: `type`, `properties`, `required`, `additionalProperties`, `items`,
 /// `prefixItems`, `minItems`, `maxItems`, `minLength`, `maxLength`, `enum`,
-/// `const`, `anyOf`, `allOf`. `nullable: true` (OpenAPI) becomes a `"null"` type.
+/// `const`, `anyOf`, `allOf`. (OpenAPI's `nullable` is not JSON Schema and is
+/// dropped: a JSON Schema validator on the tool's side would refuse the `null`.)
 ///
 /// Dropping keywords widens what the schema accepts (an out-of-range number, a
 /// string that misses a pattern); the tool still validates its input. Closing
@@ -48,6 +49,16 @@ enum Position {
     Value,
     /// A part of `anyOf`/`allOf`: applies to the same value as its parent.
     Branch,
+}
+
+/// What decides how an object schema is closed.
+#[derive(Clone, Copy, Debug)]
+struct ObjectContext {
+    position: Position,
+    /// It has `anyOf`, `oneOf` or `allOf` parts.
+    has_combinator: bool,
+    /// Its `type` (given or inferred) includes `object`.
+    explicit_object: bool,
 }
 
 struct Shaper {
@@ -85,12 +96,6 @@ impl Shaper {
         distribute_properties(&mut map);
 
         let mut types = type_list(&map, path)?;
-        if map.get("nullable") == Some(&Value::Bool(true))
-            && let Some(types) = types.as_mut()
-            && !types.iter().any(|t| t == "null")
-        {
-            types.push("null".to_owned());
-        }
         if types.is_none() {
             types = match position {
                 // A tool's input is an object, whatever its schema forgot to say.
@@ -130,13 +135,25 @@ impl Shaper {
         }
 
         if allows("object") {
-            self.object_keywords(&mut map, &mut out, path, depth, position, has_combinator)?;
+            let explicit_object = types
+                .as_ref()
+                .is_some_and(|t| t.iter().any(|t| t == "object"));
+            let context = ObjectContext {
+                position,
+                has_combinator,
+                explicit_object,
+            };
+            self.object_keywords(&mut map, &mut out, path, depth, context)?;
         }
         if allows("array") {
             self.array_keywords(&mut map, &mut out, path, depth)?;
         }
-        // An untyped branch is capped by its parent, which holds the same value.
-        if allows("string") && !(position == Position::Branch && types.is_none()) {
+        // An untyped schema whose values `enum`, `const` or its branches already
+        // limit needs no cap of its own, and an untyped branch is capped by its
+        // parent, which holds the same value.
+        let capped_elsewhere =
+            types.is_none() && (limited || has_combinator || position == Position::Branch);
+        if allows("string") && !capped_elsewhere {
             if let Some(min) = map.get("minLength") {
                 out.insert(
                     "minLength".to_owned(),
@@ -199,9 +216,13 @@ impl Shaper {
         out: &mut Map<String, Value>,
         path: &Path<'_>,
         depth: usize,
-        position: Position,
-        has_combinator: bool,
+        context: ObjectContext,
     ) -> Result<(), SchemaError> {
+        let ObjectContext {
+            position,
+            has_combinator,
+            explicit_object,
+        } = context;
         let properties = match map.remove("properties") {
             None => None,
             Some(Value::Object(properties)) => {
@@ -233,8 +254,9 @@ impl Shaper {
             out.insert("additionalProperties".to_owned(), Value::Bool(false));
             return Ok(());
         }
-        if has_combinator || position == Position::Branch {
-            // The branches say which properties there are.
+        if has_combinator || position == Position::Branch || !explicit_object {
+            // The branches, or the parent, say which properties there are; an
+            // untyped schema need not be an object at all.
             return Ok(());
         }
         if position == Position::Root {
@@ -334,7 +356,19 @@ impl Shaper {
         }
         let mut shaped = Vec::with_capacity(parts.len());
         for (index, part) in parts.into_iter().enumerate() {
-            shaped.push(self.shape(part, &path.index(index), depth + 1, Position::Branch)?);
+            let part = self.shape(part, &path.index(index), depth + 1, Position::Branch)?;
+            match part {
+                // An alternative that is only alternatives joins this list
+                // (`Option<untagged enum>` nests them).
+                Value::Object(mut inner)
+                    if keyword != "allOf" && inner.len() == 1 && inner.contains_key("anyOf") =>
+                {
+                    if let Some(Value::Array(nested)) = inner.remove("anyOf") {
+                        shaped.extend(nested);
+                    }
+                }
+                part => shaped.push(part),
+            }
         }
         Ok(Value::Array(shaped))
     }
