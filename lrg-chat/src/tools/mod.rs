@@ -1,11 +1,58 @@
-//! Tools the model can call: the [`Tools`] trait the session talks to, and the
-//! [`ToolClass`] that permissions are decided on.
+//! Tools the model can call: the [`Tools`] trait the session talks to, the
+//! [`ToolClass`] that permissions are decided on, and [`ToolHost`], which
+//! gathers tools from three sources:
+//!
+//! - MCP servers, from the configuration users already have
+//!   ([`McpConfig`]: `{"mcpServers": {"name": {"command", "args", "env",
+//!   "cwd"} | {"url", "headers"}}}`): child processes over stdio, and
+//!   streamable-HTTP servers;
+//! - rmcp servers running in this process ([`ToolHost::add_in_process`]);
+//! - async Rust functions with a `schemars`-derived input schema
+//!   ([`ToolHost::add_fn`]).
+//!
+//! # Names
+//!
+//! Offered names always match `^[a-zA-Z0-9_-]{1,64}$`, what every API
+//! accepts: other characters in an MCP tool's name become `_`, and long names
+//! are cut to 64 characters.
+//!
+//! When two sources offer the same name, precedence decides: **Rust
+//! functions first, then MCP servers in the order they were added** (a
+//! config file's servers in file order). The first keeps the bare name; a
+//! later one is offered as `<server>__<tool>`; should that be taken too,
+//! `_2`, `_3`, ... is appended. The rule is deterministic: the same sources
+//! in the same order give the same names.
+//!
+//! # Calls
+//!
+//! Arguments are checked against the tool's input schema first; a mismatch
+//! returns an error result that says what was wrong and repeats what the
+//! schema expects. A server that dies or does not answer within
+//! [`ToolHostOptions::call_timeout`] gives an error result plus a
+//! [`ToolOutput::warning`], and is restarted on the next call. A call whose
+//! cancel token is set before it starts does not start; a running call
+//! finishes.
+//!
+//! Tool results keep text as text and images as [`Part::Image`]; audio and
+//! binary resources are described in a line of text.
 
 use futures::future::BoxFuture;
 use lrg_providers::{Part, ToolAnnotations, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+pub mod config;
+mod content;
+mod host;
+mod mcp;
+pub mod names;
+mod rust_fn;
+mod validate;
+
+pub use config::{HttpServerConfig, McpConfig, McpConfigError, McpServerConfig, StdioServerConfig};
+pub use host::{AddToolError, ServerFailure, ToolHost, ToolHostOptions, ToolInfo, ToolSource};
+pub use validate::describe_arguments;
 
 /// What a tool may do to the world, from its MCP annotations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -47,12 +94,42 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// A successful text result.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { parts: vec![Part::text(text)], is_error: false, warning: None }
+        Self {
+            parts: vec![Part::text(text)],
+            is_error: false,
+            warning: None,
+        }
     }
 
     /// A failed call with a message for the model.
     pub fn error(text: impl Into<String>) -> Self {
-        Self { parts: vec![Part::text(text)], is_error: true, warning: None }
+        Self {
+            parts: vec![Part::text(text)],
+            is_error: true,
+            warning: None,
+        }
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        ToolOutput::text(text)
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(text: &str) -> Self {
+        ToolOutput::text(text)
+    }
+}
+
+impl From<Vec<Part>> for ToolOutput {
+    fn from(parts: Vec<Part>) -> Self {
+        Self {
+            parts,
+            is_error: false,
+            warning: None,
+        }
     }
 }
 
@@ -72,8 +149,12 @@ pub trait Tools: Send + Sync {
 
     /// Call `name` with `arguments`. `cancel` is a hint: a running tool is
     /// allowed to finish, but one not yet started should not start.
-    fn call<'a>(&'a self, name: &'a str, arguments: Value, cancel: CancellationToken)
-    -> BoxFuture<'a, ToolOutput>;
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, ToolOutput>;
 }
 
 #[cfg(test)]

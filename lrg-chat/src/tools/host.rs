@@ -1,0 +1,639 @@
+//! [`ToolHost`]: the [`Tools`] of a session, gathered from Rust functions,
+//! MCP servers (child processes, streamable HTTP, in-process) and named
+//! uniquely.
+
+use std::collections::HashMap;
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use lrg_providers::{ToolAnnotations, ToolSpec};
+use rmcp::{ServerHandler, ServiceExt as _};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::config::{McpConfig, McpServerConfig};
+use super::mcp::{
+    CallOutcome, Connector, InProcessStart, McpServer, RemoteTool, not_started_output,
+};
+use super::names::{NameAllocator, is_valid_name};
+use super::rust_fn::FnTool;
+use super::validate::ArgumentCheck;
+use super::{ToolClass, ToolOutput, Tools, ToolsError};
+
+/// Timeouts of a [`ToolHost`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolHostOptions {
+    /// How long one tool call may run before it is abandoned (and its MCP
+    /// server stopped, to be restarted on the next call). Default 120 s.
+    pub call_timeout: Duration,
+    /// How long starting a server (spawn, handshake, tool listing) may take.
+    /// Default 30 s: `npx` may download a package first.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ToolHostOptions {
+    fn default() -> Self {
+        Self {
+            call_timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A tool source that could not be added or is not running.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool server `{server}`: {message}")]
+pub struct ServerFailure {
+    /// The server's name.
+    pub server: String,
+    /// What went wrong (never contains header or environment values).
+    pub message: String,
+}
+
+/// A Rust function tool that could not be added.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot add tool `{name}`: {problem}")]
+pub struct AddToolError {
+    /// The tool's name.
+    pub name: String,
+    /// Why.
+    pub problem: String,
+}
+
+/// Where an offered tool comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolSource {
+    /// A Rust function added with [`ToolHost::add_fn`].
+    Rust,
+    /// An MCP server.
+    Mcp {
+        /// The server's name.
+        server: String,
+        /// The tool's name on that server (the offered name may differ).
+        tool: String,
+    },
+}
+
+/// One offered tool, with what permissions and listings need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInfo {
+    /// As offered to models (the unique name).
+    pub spec: ToolSpec,
+    /// Read, change or destructive, from the annotations.
+    pub class: ToolClass,
+    /// Where it comes from.
+    pub source: ToolSource,
+}
+
+/// The tools of a session: Rust functions and MCP servers behind one
+/// [`Tools`] implementation.
+///
+/// - Names follow the rule in [`crate::tools`]: Rust functions first, then
+///   servers in the order added; a later duplicate becomes `<server>__<tool>`.
+/// - Arguments are checked against the tool's schema before the call.
+/// - A server that dies or times out gives an error result with a warning
+///   and is restarted on the next call to one of its tools.
+/// - A server that cannot start does not stop the others: its tools are
+///   simply missing from [`Tools::list`], and [`ToolHost::failures`] says why.
+///
+/// Call [`ToolHost::shutdown`] before dropping it to wait until every child
+/// process has exited. Dropping without it still stops them (they are killed
+/// when their handles drop), but does not wait.
+pub struct ToolHost {
+    options: ToolHostOptions,
+    fns: RwLock<Vec<Arc<FnTool>>>,
+    servers: RwLock<Vec<Arc<McpServer>>>,
+    /// Bumped on every change to any source's tools.
+    changes: Arc<AtomicU64>,
+    catalog: RwLock<Arc<Catalog>>,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for ToolHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let servers: Vec<String> = read(&self.servers).iter().map(|s| s.name.clone()).collect();
+        f.debug_struct("ToolHost")
+            .field("options", &self.options)
+            .field("rust_tools", &read(&self.fns).len())
+            .field("servers", &servers)
+            .finish()
+    }
+}
+
+/// What a name resolves to.
+#[derive(Clone)]
+enum Target {
+    Fn(Arc<FnTool>),
+    Mcp {
+        server: Arc<McpServer>,
+        tool: Arc<RemoteTool>,
+    },
+}
+
+struct Entry {
+    info: ToolInfo,
+    target: Target,
+}
+
+#[derive(Default)]
+struct Catalog {
+    /// The `changes` value it was built from; `u64::MAX` = never built.
+    built_from: u64,
+    entries: Vec<Entry>,
+    by_name: HashMap<String, usize>,
+}
+
+fn read<T: Clone>(lock: &RwLock<T>) -> T {
+    match lock.read() {
+        Ok(g) => g.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+impl Default for ToolHost {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ToolHost {
+    /// An empty host with default timeouts.
+    pub fn new() -> Self {
+        Self::with_options(ToolHostOptions::default())
+    }
+
+    /// An empty host with the given timeouts.
+    pub fn with_options(options: ToolHostOptions) -> Self {
+        Self {
+            options,
+            fns: RwLock::new(Vec::new()),
+            servers: RwLock::new(Vec::new()),
+            changes: Arc::new(AtomicU64::new(0)),
+            catalog: RwLock::new(Arc::new(Catalog {
+                built_from: u64::MAX,
+                ..Catalog::default()
+            })),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The timeouts in use.
+    pub fn options(&self) -> ToolHostOptions {
+        self.options
+    }
+
+    /// Add an async Rust function as a tool.
+    ///
+    /// The input schema is derived from `A` with `schemars` (so `A` must be a
+    /// struct: tool arguments are a JSON object); doc comments on its fields
+    /// become argument descriptions. Arguments are checked against that
+    /// schema, then deserialized into `A`. `Ok` values become the result
+    /// (`String`, `&str` or a full [`ToolOutput`]); `Err` values become an
+    /// error result with their `Display` text.
+    ///
+    /// Rust tools take precedence over MCP tools of the same name. The name
+    /// must match `^[a-zA-Z0-9_-]{1,64}$` and not be used by another Rust tool.
+    ///
+    /// ```no_run
+    /// # use lrg_chat::tools::ToolHost;
+    /// # use lrg_providers::ToolAnnotations;
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add {
+    ///     /// The first number.
+    ///     a: i64,
+    ///     /// The second number.
+    ///     b: i64,
+    /// }
+    /// let host = ToolHost::new();
+    /// let read_only = ToolAnnotations { read_only_hint: Some(true), ..Default::default() };
+    /// host.add_fn("add", "Add two numbers", read_only, |args: Add| async move {
+    ///     Ok::<_, String>(format!("{}", args.a + args.b))
+    /// })?;
+    /// # Ok::<(), lrg_chat::tools::AddToolError>(())
+    /// ```
+    pub fn add_fn<A, F, Fut, O, E>(
+        &self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        annotations: ToolAnnotations,
+        f: F,
+    ) -> Result<(), AddToolError>
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, E>> + Send + 'static,
+        O: Into<ToolOutput>,
+        E: Display,
+    {
+        let name = name.into();
+        let fail = |problem: String| AddToolError {
+            name: name.clone(),
+            problem,
+        };
+        if !is_valid_name(&name) {
+            return Err(fail(
+                "names must be 1 to 64 characters of a-z, A-Z, 0-9, `_` or `-`".to_owned(),
+            ));
+        }
+        let tool = FnTool::new(name.clone(), description.into(), annotations, f).map_err(fail)?;
+        let mut fns = match self.fns.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if fns.iter().any(|t| t.spec.name == name) {
+            return Err(fail("another Rust tool has this name".to_owned()));
+        }
+        fns.push(Arc::new(tool));
+        drop(fns);
+        self.changes.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Add every server of a configuration, connecting to all of them at
+    /// once. Returns the servers that failed to start (empty when all are
+    /// up); they stay registered, keep their place in the naming order, and
+    /// can be retried with [`ToolHost::retry_failed`].
+    pub async fn add_mcp_config(&self, config: &McpConfig) -> Vec<ServerFailure> {
+        let mut failures = Vec::new();
+        let mut added = Vec::new();
+        for (name, cfg) in &config.servers {
+            match self.register(name.clone(), Connector::Config(cfg.clone())) {
+                Ok(server) => added.push(server),
+                Err(f) => failures.push(f),
+            }
+        }
+        let results = futures::future::join_all(added.iter().map(|s| s.ensure_connected())).await;
+        for (server, result) in added.iter().zip(results) {
+            if let Err(message) = result {
+                tracing::warn!(server = %server.name, %message, "tool server did not start");
+                failures.push(ServerFailure {
+                    server: server.name.clone(),
+                    message,
+                });
+            }
+        }
+        failures
+    }
+
+    /// Add one MCP server (a child process or a streamable-HTTP endpoint)
+    /// and connect to it. On failure it stays registered, as with
+    /// [`ToolHost::add_mcp_config`].
+    pub async fn add_mcp_server(
+        &self,
+        name: impl Into<String>,
+        config: McpServerConfig,
+    ) -> Result<(), ServerFailure> {
+        let server = self.register(name.into(), Connector::Config(config))?;
+        server
+            .ensure_connected()
+            .await
+            .map(|_| ())
+            .map_err(|message| ServerFailure {
+                server: server.name.clone(),
+                message,
+            })
+    }
+
+    /// Add an rmcp server that runs inside this process, connected over an
+    /// in-memory pipe: for apps that embed their own tools as an MCP server,
+    /// and for tests. `make` builds a fresh server for each (re)connection.
+    pub async fn add_in_process<S, F>(
+        &self,
+        name: impl Into<String>,
+        make: F,
+    ) -> Result<(), ServerFailure>
+    where
+        S: ServerHandler,
+        F: Fn() -> S + Send + Sync + 'static,
+    {
+        let name = name.into();
+        let server_name = name.clone();
+        let start: InProcessStart = Arc::new(move |io: tokio::io::DuplexStream| {
+            let handler = make();
+            let server_name = server_name.clone();
+            async move {
+                match handler.serve(io).await {
+                    Ok(running) => {
+                        let _ = running.waiting().await;
+                    }
+                    Err(e) => {
+                        tracing::warn!(server = %server_name, error = %e, "in-process tool server did not start");
+                    }
+                }
+            }
+            .boxed()
+        });
+        let server = self.register(name, Connector::InProcess(start))?;
+        server
+            .ensure_connected()
+            .await
+            .map(|_| ())
+            .map_err(|message| ServerFailure {
+                server: server.name.clone(),
+                message,
+            })
+    }
+
+    fn register(
+        &self,
+        name: String,
+        connector: Connector,
+    ) -> Result<Arc<McpServer>, ServerFailure> {
+        let fail = |message: &str| ServerFailure {
+            server: name.clone(),
+            message: message.to_owned(),
+        };
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(fail("the tool host was shut down"));
+        }
+        if name.trim().is_empty() {
+            return Err(fail("a server needs a name"));
+        }
+        let mut servers = match self.servers.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if servers.iter().any(|s| s.name == name) {
+            return Err(fail("a server of this name was already added"));
+        }
+        let server = Arc::new(McpServer::new(
+            name.clone(),
+            connector,
+            self.changes.clone(),
+            self.options.connect_timeout,
+        ));
+        servers.push(server.clone());
+        drop(servers);
+        self.changes.fetch_add(1, Ordering::SeqCst);
+        Ok(server)
+    }
+
+    /// Servers that are not running now, with the reason: those that failed
+    /// to start, and those that died and were not restarted yet. For
+    /// warnings shown to the person.
+    pub fn failures(&self) -> Vec<ServerFailure> {
+        read(&self.servers)
+            .iter()
+            .filter_map(|s| {
+                s.problem().map(|message| ServerFailure {
+                    server: s.name.clone(),
+                    message,
+                })
+            })
+            .collect()
+    }
+
+    /// Try again to start the servers that are not running; returns those
+    /// that still fail.
+    pub async fn retry_failed(&self) -> Vec<ServerFailure> {
+        let down: Vec<Arc<McpServer>> = read(&self.servers)
+            .into_iter()
+            .filter(|s| s.problem().is_some())
+            .collect();
+        let results = futures::future::join_all(down.iter().map(|s| s.ensure_connected())).await;
+        down.iter()
+            .zip(results)
+            .filter_map(|(s, r)| {
+                r.err().map(|message| ServerFailure {
+                    server: s.name.clone(),
+                    message,
+                })
+            })
+            .collect()
+    }
+
+    /// Every offered tool with its class and source, in precedence order.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.catalog()
+            .entries
+            .iter()
+            .map(|e| e.info.clone())
+            .collect()
+    }
+
+    /// Stop every server and wait until child processes have exited. Later
+    /// calls return an error result; listing returns an error.
+    pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let servers = read(&self.servers);
+        futures::future::join_all(servers.iter().map(|s| s.shutdown())).await;
+    }
+
+    /// The current catalog, rebuilt if any source's tools changed.
+    fn catalog(&self) -> Arc<Catalog> {
+        let now = self.changes.load(Ordering::SeqCst);
+        let current = read(&self.catalog);
+        if current.built_from == now {
+            return current;
+        }
+        let fresh = Arc::new(self.build_catalog(now));
+        match self.catalog.write() {
+            Ok(mut g) => *g = fresh.clone(),
+            Err(poisoned) => *poisoned.into_inner() = fresh.clone(),
+        }
+        fresh
+    }
+
+    fn build_catalog(&self, built_from: u64) -> Catalog {
+        let mut names = NameAllocator::new();
+        let mut entries = Vec::new();
+        for f in read(&self.fns) {
+            let name = names.allocate("rust", &f.spec.name);
+            let spec = ToolSpec {
+                name,
+                ..f.spec.clone()
+            };
+            let class = ToolClass::from_annotations(&spec.annotations);
+            entries.push(Entry {
+                info: ToolInfo {
+                    spec,
+                    class,
+                    source: ToolSource::Rust,
+                },
+                target: Target::Fn(f),
+            });
+        }
+        for server in read(&self.servers) {
+            for tool in server.tools().iter() {
+                let name = names.allocate(&server.name, &tool.name);
+                let spec = ToolSpec {
+                    name,
+                    ..tool.spec.clone()
+                };
+                let class = ToolClass::from_annotations(&spec.annotations);
+                entries.push(Entry {
+                    info: ToolInfo {
+                        spec,
+                        class,
+                        source: ToolSource::Mcp {
+                            server: server.name.clone(),
+                            tool: tool.name.clone(),
+                        },
+                    },
+                    target: Target::Mcp {
+                        server: server.clone(),
+                        tool: tool.clone(),
+                    },
+                });
+            }
+        }
+        let by_name = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.info.spec.name.clone(), i))
+            .collect();
+        Catalog {
+            built_from,
+            entries,
+            by_name,
+        }
+    }
+
+    async fn call_inner(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: CancellationToken,
+    ) -> ToolOutput {
+        if self.closed.load(Ordering::SeqCst) {
+            return ToolOutput::error("The tools were shut down; the call did not run.");
+        }
+        let catalog = self.catalog();
+        let Some(entry) = catalog
+            .by_name
+            .get(name)
+            .and_then(|i| catalog.entries.get(*i))
+        else {
+            return unknown_tool(name, &catalog);
+        };
+        let check: &ArgumentCheck = match &entry.target {
+            Target::Fn(f) => &f.check,
+            Target::Mcp { tool, .. } => &tool.check,
+        };
+        let args = match normalize_arguments(arguments) {
+            Ok(a) => a,
+            Err(original) => return ToolOutput::error(check.not_an_object(name, &original)),
+        };
+        let args_value = Value::Object(args);
+        if let Err(message) = check.check(name, &args_value) {
+            return ToolOutput::error(message);
+        }
+        if cancel.is_cancelled() {
+            return not_started_output(name);
+        }
+        let Value::Object(args) = args_value else {
+            return ToolOutput::error("internal error: arguments changed shape");
+        };
+        let timeout = self.options.call_timeout;
+        match &entry.target {
+            Target::Fn(f) => run_fn(name, f.start(Value::Object(args)), timeout).await,
+            Target::Mcp { server, tool } => {
+                match server.call(&tool.name, args, timeout, &cancel).await {
+                    CallOutcome::Done(out) => out,
+                    CallOutcome::Failed(mut out, warning) => {
+                        tracing::warn!(server = %server.name, tool = %tool.name, "{warning}");
+                        out.warning = Some(warning);
+                        out
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Run a Rust tool on its own task, so a panic or a hang becomes an error
+/// result instead of taking the session down.
+async fn run_fn(name: &str, fut: BoxFuture<'static, ToolOutput>, timeout: Duration) -> ToolOutput {
+    let mut task = tokio::spawn(fut);
+    match tokio::time::timeout(timeout, &mut task).await {
+        Ok(Ok(out)) => out,
+        Ok(Err(join_error)) => {
+            let mut out = ToolOutput::error(format!(
+                "The tool `{name}` failed unexpectedly (it crashed)."
+            ));
+            let why = match join_error.try_into_panic() {
+                Ok(payload) => payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".to_owned()),
+                Err(e) => e.to_string(),
+            };
+            out.warning = Some(format!("Rust tool `{name}` panicked: {why}"));
+            out
+        }
+        Err(_) => {
+            task.abort();
+            let secs = timeout.as_secs_f64();
+            let mut out = ToolOutput::error(format!(
+                "The tool `{name}` did not finish within {secs} s and was stopped; the call has no result."
+            ));
+            out.warning = Some(format!("Rust tool `{name}` timed out after {secs} s"));
+            out
+        }
+    }
+}
+
+/// Arguments as an object. `null` means none; a string holding a JSON
+/// object (a common slip of small models) is read as that object.
+fn normalize_arguments(arguments: Value) -> Result<Map<String, Value>, Value> {
+    match arguments {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(Map::new()),
+        Value::String(s) => match serde_json::from_str::<Value>(&s) {
+            Ok(Value::Object(m)) => Ok(m),
+            _ => Err(Value::String(s)),
+        },
+        other => Err(other),
+    }
+}
+
+fn unknown_tool(name: &str, catalog: &Catalog) -> ToolOutput {
+    let mut available: Vec<&str> = catalog
+        .entries
+        .iter()
+        .map(|e| e.info.spec.name.as_str())
+        .collect();
+    available.truncate(50);
+    ToolOutput::error(if available.is_empty() {
+        format!("There is no tool named `{name}`, and no tools are available.")
+    } else {
+        format!(
+            "There is no tool named `{name}`. Available tools: {}.",
+            available.join(", ")
+        )
+    })
+}
+
+impl Tools for ToolHost {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolsError>> {
+        async move {
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(ToolsError("the tool host was shut down".to_owned()));
+            }
+            Ok(self
+                .catalog()
+                .entries
+                .iter()
+                .map(|e| e.info.spec.clone())
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, ToolOutput> {
+        self.call_inner(name, arguments, cancel).boxed()
+    }
+}

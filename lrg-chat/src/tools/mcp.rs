@@ -1,0 +1,559 @@
+//! One MCP server as a tool source: connecting (child process, streamable
+//! HTTP or in-process), listing its tools, calling them, and reconnecting
+//! after the server died or hung.
+
+use std::collections::{HashMap, VecDeque};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, RwLock};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use lrg_providers::{ToolAnnotations, ToolSpec};
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+};
+use rmcp::service::{RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{Peer, RoleClient, ServiceExt as _};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::ToolOutput;
+use super::config::{HttpServerConfig, McpServerConfig, StdioServerConfig};
+use super::content::output_from_mcp;
+use super::validate::ArgumentCheck;
+
+/// Lines of a child's stderr kept to explain why it failed.
+const STDERR_TAIL_LINES: usize = 12;
+/// How long a stopping server gets to exit before the next step (rmcp then
+/// escalates: close stdin, SIGTERM, SIGKILL).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Starts an in-process server on the server end of a duplex pipe.
+pub(crate) type InProcessStart =
+    Arc<dyn Fn(tokio::io::DuplexStream) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// How to (re)connect.
+#[derive(Clone)]
+pub(crate) enum Connector {
+    Config(McpServerConfig),
+    InProcess(InProcessStart),
+}
+
+/// A tool as one server offers it, with its compiled argument check.
+#[derive(Debug)]
+pub(crate) struct RemoteTool {
+    /// The name the server knows it by.
+    pub(crate) name: String,
+    /// As offered to models, under the server's own name (the host renames).
+    pub(crate) spec: ToolSpec,
+    pub(crate) check: ArgumentCheck,
+}
+
+type Client = RunningService<RoleClient, ClientConfig>;
+
+enum Conn {
+    /// Never connected, or stopped (the reason is in `McpServer::problem`).
+    Down,
+    Up {
+        client: Box<Client>,
+        peer: Peer<RoleClient>,
+        epoch: u64,
+        /// The in-process server's task, ended when the server is replaced.
+        server_task: Option<JoinHandle<()>>,
+    },
+    Closed,
+}
+
+/// One MCP server and its connection.
+pub(crate) struct McpServer {
+    pub(crate) name: String,
+    connector: Connector,
+    conn: Mutex<Conn>,
+    tools: RwLock<Arc<Vec<Arc<RemoteTool>>>>,
+    /// Last connection problem, for `ToolHost::failures`; `None` while up.
+    problem: RwLock<Option<String>>,
+    /// Bumped whenever this server's tool list changes (shared with the host).
+    changes: Arc<AtomicU64>,
+    epochs: AtomicU64,
+    stderr_tail: Arc<StdMutex<VecDeque<String>>>,
+    /// Reads the child's stderr; ends when the child has exited.
+    stderr_reader: StdMutex<Option<JoinHandle<()>>>,
+    /// Background closes of replaced connections; awaited by shutdown.
+    closing: StdMutex<Vec<JoinHandle<()>>>,
+    connect_timeout: Duration,
+}
+
+/// How a call went, before the host adds names to it.
+pub(crate) enum CallOutcome {
+    Done(ToolOutput),
+    /// The server could not be reached or died during the call; the output
+    /// is the error for the model, the string the warning for the person.
+    Failed(ToolOutput, String),
+}
+
+impl McpServer {
+    pub(crate) fn new(
+        name: String,
+        connector: Connector,
+        changes: Arc<AtomicU64>,
+        connect_timeout: Duration,
+    ) -> Self {
+        Self {
+            name,
+            connector,
+            conn: Mutex::new(Conn::Down),
+            tools: RwLock::new(Arc::new(Vec::new())),
+            problem: RwLock::new(Some("not started yet".to_owned())),
+            changes,
+            epochs: AtomicU64::new(0),
+            stderr_tail: Arc::new(StdMutex::new(VecDeque::new())),
+            stderr_reader: StdMutex::new(None),
+            closing: StdMutex::new(Vec::new()),
+            connect_timeout,
+        }
+    }
+
+    /// The tools from the last successful listing.
+    pub(crate) fn tools(&self) -> Arc<Vec<Arc<RemoteTool>>> {
+        match self.tools.read() {
+            Ok(t) => t.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The current problem, if the server is not connected.
+    pub(crate) fn problem(&self) -> Option<String> {
+        match self.problem.read() {
+            Ok(p) => p.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set_problem(&self, p: Option<String>) {
+        match self.problem.write() {
+            Ok(mut g) => *g = p,
+            Err(poisoned) => *poisoned.into_inner() = p,
+        }
+    }
+
+    /// Connect if not connected. `Ok(true)` when it had died unnoticed and
+    /// was restarted.
+    pub(crate) async fn ensure_connected(&self) -> Result<bool, String> {
+        self.ready().await.map(|(_, _, fresh)| fresh)
+    }
+
+    /// The live connection's peer and epoch, connecting first if needed;
+    /// the flag says whether it replaced one that had died unnoticed.
+    async fn ready(&self) -> Result<(Peer<RoleClient>, u64, bool), String> {
+        let mut conn = self.conn.lock().await;
+        // A server that went down during a call was already reported then;
+        // one whose transport closed between calls was not (`silent`).
+        let silent = match &*conn {
+            Conn::Closed => return Err("the tool host was shut down".to_owned()),
+            Conn::Up { peer, epoch, .. } if !peer.is_transport_closed() => {
+                return Ok((peer.clone(), *epoch, false));
+            }
+            Conn::Up { .. } => true,
+            Conn::Down => false,
+        };
+        let old = std::mem::replace(&mut *conn, Conn::Down);
+        self.retire(old);
+        match self.connect().await {
+            Ok((client, server_task, tools)) => {
+                let peer = client.peer().clone();
+                let epoch = self.epochs.fetch_add(1, Ordering::SeqCst) + 1;
+                *conn = Conn::Up {
+                    client: Box::new(client),
+                    peer: peer.clone(),
+                    epoch,
+                    server_task,
+                };
+                self.set_tools(tools);
+                self.set_problem(None);
+                Ok((peer, epoch, silent))
+            }
+            Err(e) => {
+                self.stderr_settled().await;
+                let e = self.with_stderr(e);
+                *conn = Conn::Down;
+                self.set_problem(Some(e.clone()));
+                Err(e)
+            }
+        }
+    }
+
+    fn set_tools(&self, tools: Vec<Arc<RemoteTool>>) {
+        let tools = Arc::new(tools);
+        let changed = {
+            let current = self.tools();
+            current.len() != tools.len()
+                || current
+                    .iter()
+                    .zip(tools.iter())
+                    .any(|(a, b)| a.spec != b.spec)
+        };
+        match self.tools.write() {
+            Ok(mut g) => *g = tools,
+            Err(poisoned) => *poisoned.into_inner() = tools,
+        }
+        if changed {
+            self.changes.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Call `tool`; reconnects first when the server is down.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        args: JsonObject,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> CallOutcome {
+        let (peer, epoch, restarted) = match self.ready().await {
+            Ok(r) => r,
+            Err(e) => {
+                return CallOutcome::Failed(
+                    ToolOutput::error(format!(
+                        "The tool server `{}` is not available, so `{tool}` did not run.",
+                        self.name
+                    )),
+                    format!("tool server `{}` could not be started: {e}", self.name),
+                );
+            }
+        };
+        // The connection may have taken a while; a stop in the meantime wins.
+        if cancel.is_cancelled() {
+            return CallOutcome::Done(not_started_output(tool));
+        }
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let result = tokio::time::timeout(timeout, peer.call_tool(params)).await;
+        let restart_note = restarted.then(|| {
+            format!(
+                "tool server `{}` had stopped and was restarted before this call",
+                self.name
+            )
+        });
+        match result {
+            Ok(Ok(r)) => {
+                let mut out = output_from_mcp(r);
+                out.warning = restart_note;
+                CallOutcome::Done(out)
+            }
+            Ok(Err(ServiceError::McpError(e))) => {
+                // The server answered with a protocol error: it is alive.
+                let mut out = ToolOutput::error(format!("The tool `{tool}` failed: {}", e.message));
+                out.warning = restart_note;
+                CallOutcome::Done(out)
+            }
+            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                self.stderr_settled().await;
+                let why = self.with_stderr(format!("the connection ended during the call ({e})"));
+                self.mark_down(epoch, why.clone()).await;
+                CallOutcome::Failed(
+                    ToolOutput::error(format!(
+                        "The tool server `{}` stopped while running `{tool}`; the call has no result. \
+                         The server will be restarted on the next call.",
+                        self.name
+                    )),
+                    format!(
+                        "tool server `{}` stopped during `{tool}` and will be restarted on the next call: {why}",
+                        self.name
+                    ),
+                )
+            }
+            Ok(Err(e)) => {
+                let mut out = ToolOutput::error(format!("The tool `{tool}` failed: {e}"));
+                out.warning = restart_note;
+                CallOutcome::Done(out)
+            }
+            Err(_elapsed) => {
+                let secs = timeout.as_secs_f64();
+                self.mark_down(
+                    epoch,
+                    format!("a call to `{tool}` timed out after {secs} s"),
+                )
+                .await;
+                CallOutcome::Failed(
+                    ToolOutput::error(format!(
+                        "The tool `{tool}` did not answer within {secs} s and was stopped; the call has no result."
+                    )),
+                    format!(
+                        "tool server `{}` timed out on `{tool}` after {secs} s; it was stopped and will be restarted on the next call",
+                        self.name
+                    ),
+                )
+            }
+        }
+    }
+
+    /// Take connection `epoch` down (if still current) and close it in the background.
+    async fn mark_down(&self, epoch: u64, why: String) {
+        let mut conn = self.conn.lock().await;
+        let current = matches!(&*conn, Conn::Up { epoch: e, .. } if *e == epoch);
+        if current {
+            let old = std::mem::replace(&mut *conn, Conn::Down);
+            self.retire(old);
+            self.set_problem(Some(why));
+        }
+    }
+
+    /// Close a replaced connection without making the caller wait.
+    fn retire(&self, old: Conn) {
+        if let Conn::Up {
+            client,
+            server_task,
+            ..
+        } = old
+        {
+            let name = self.name.clone();
+            let handle = tokio::spawn(async move {
+                close_client(&name, client, server_task).await;
+            });
+            if let Ok(mut c) = self.closing.lock() {
+                c.retain(|h| !h.is_finished());
+                c.push(handle);
+            }
+        }
+    }
+
+    /// Close the connection for good and wait for the server to exit.
+    pub(crate) async fn shutdown(&self) {
+        let old = {
+            let mut conn = self.conn.lock().await;
+            std::mem::replace(&mut *conn, Conn::Closed)
+        };
+        if let Conn::Up {
+            client,
+            server_task,
+            ..
+        } = old
+        {
+            close_client(&self.name, client, server_task).await;
+        }
+        let pending: Vec<JoinHandle<()>> = match self.closing.lock() {
+            Ok(mut c) => c.drain(..).collect(),
+            Err(_) => Vec::new(),
+        };
+        for h in pending {
+            let _ = h.await;
+        }
+        self.set_problem(Some("shut down".to_owned()));
+    }
+
+    async fn connect(
+        &self,
+    ) -> Result<(Client, Option<JoinHandle<()>>, Vec<Arc<RemoteTool>>), String> {
+        let attempt = async {
+            let (client, task) = match &self.connector {
+                Connector::Config(McpServerConfig::Stdio(cfg)) => {
+                    (self.connect_stdio(cfg).await?, None)
+                }
+                Connector::Config(McpServerConfig::Http(cfg)) => (connect_http(cfg).await?, None),
+                Connector::InProcess(start) => {
+                    let (client_io, server_io) = tokio::io::duplex(256 * 1024);
+                    let task = tokio::spawn(start(server_io));
+                    match client_info().serve(client_io).await {
+                        Ok(c) => (c, Some(task)),
+                        Err(e) => {
+                            task.abort();
+                            return Err(format!("the in-process server did not initialize: {e}"));
+                        }
+                    }
+                }
+            };
+            let tools = match client.peer().list_all_tools().await {
+                Ok(t) => t,
+                Err(e) => {
+                    close_client(&self.name, Box::new(client), task).await;
+                    return Err(format!("listing its tools failed: {e}"));
+                }
+            };
+            let tools = tools
+                .into_iter()
+                .map(|t| Arc::new(remote_tool(t)))
+                .collect();
+            Ok((client, task, tools))
+        };
+        match tokio::time::timeout(self.connect_timeout, attempt).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "it did not finish starting within {} s",
+                self.connect_timeout.as_secs_f64()
+            )),
+        }
+    }
+
+    async fn connect_stdio(&self, cfg: &StdioServerConfig) -> Result<Client, String> {
+        let mut cmd = tokio::process::Command::new(&cfg.command);
+        cmd.args(&cfg.args).envs(&cfg.env);
+        if let Some(dir) = &cfg.cwd {
+            cmd.current_dir(dir);
+        }
+        let mut wrapped = CommandWrap::from(cmd);
+        // Its own process group, so that stopping the server also stops what
+        // it started (`npx` runs the real server as a grandchild); killed
+        // when dropped, so no path leaves it running.
+        wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        let (transport, stderr) = TokioChildProcess::builder(wrapped)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    " (is it installed and on PATH?)"
+                } else {
+                    ""
+                };
+                format!("cannot run `{}`: {e}{hint}", cfg.command)
+            })?;
+        if let Ok(mut tail) = self.stderr_tail.lock() {
+            tail.clear();
+        }
+        if let Some(stderr) = stderr {
+            let tail = self.stderr_tail.clone();
+            let name = self.name.clone();
+            // Server logs go to tracing, not to our terminal; the last lines
+            // are kept to explain a failure.
+            let reader = tokio::spawn(async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::debug!(server = %name, "{line}");
+                    if let Ok(mut t) = tail.lock() {
+                        if t.len() == STDERR_TAIL_LINES {
+                            t.pop_front();
+                        }
+                        t.push_back(line);
+                    }
+                }
+            });
+            if let Ok(mut r) = self.stderr_reader.lock() {
+                *r = Some(reader);
+            }
+        }
+        client_info()
+            .serve(transport)
+            .await
+            .map_err(|e| format!("MCP initialization failed: {e}"))
+    }
+
+    /// Give the stderr reader a moment to read a dead child's last words:
+    /// the pipe to it breaks before its stderr has been drained.
+    async fn stderr_settled(&self) {
+        let reader = self.stderr_reader.lock().ok().and_then(|mut r| r.take());
+        if let Some(reader) = reader {
+            let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
+        }
+    }
+
+    /// `message`, followed by the last lines the child wrote to stderr.
+    fn with_stderr(&self, message: String) -> String {
+        if !matches!(self.connector, Connector::Config(McpServerConfig::Stdio(_))) {
+            return message;
+        }
+        let tail: Vec<String> = match self.stderr_tail.lock() {
+            Ok(t) => t.iter().cloned().collect(),
+            Err(_) => Vec::new(),
+        };
+        if tail.is_empty() {
+            return message;
+        }
+        let mut text = tail.join("\n");
+        if text.len() > 800 {
+            let cut = text.len() - 800;
+            let cut = (cut..text.len())
+                .find(|i| text.is_char_boundary(*i))
+                .unwrap_or(text.len());
+            text = format!("…{}", &text[cut..]);
+        }
+        format!("{message}; its last output:\n{text}")
+    }
+}
+
+/// The result of a call that a stop prevented from starting.
+pub(crate) fn not_started_output(tool: &str) -> ToolOutput {
+    ToolOutput::error(format!(
+        "`{tool}` was not run: the user stopped before it started."
+    ))
+}
+
+async fn connect_http(cfg: &HttpServerConfig) -> Result<Client, String> {
+    let mut headers = HashMap::new();
+    for (k, v) in &cfg.headers {
+        let name = axum::http::HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("\"{k}\" is not a valid HTTP header name"))?;
+        // Never echo the value: it is likely a token.
+        let value = axum::http::HeaderValue::from_str(v).map_err(|_| {
+            format!("the value of header \"{k}\" is not valid in HTTP (value not shown)")
+        })?;
+        headers.insert(name, value);
+    }
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(cfg.url.as_str()).custom_headers(headers);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    client_info()
+        .serve(transport)
+        .await
+        .map_err(|e| format!("cannot connect to {}: {e}", cfg.url))
+}
+
+fn client_info() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("lrg", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+async fn close_client(name: &str, mut client: Box<Client>, server_task: Option<JoinHandle<()>>) {
+    match client.close_with_timeout(CLOSE_TIMEOUT).await {
+        Ok(Some(_)) => {}
+        Ok(None) => tracing::warn!(server = name, "tool server did not close in time"),
+        Err(e) => tracing::warn!(server = name, error = %e, "closing tool server failed"),
+    }
+    if let Some(task) = server_task {
+        task.abort();
+        let _ = task.await;
+    }
+}
+
+fn remote_tool(t: rmcp::model::Tool) -> RemoteTool {
+    let name = t.name.to_string();
+    let input_schema = Value::Object((*t.input_schema).clone());
+    let annotations = t
+        .annotations
+        .as_ref()
+        .map(|a| ToolAnnotations {
+            title: a.title.clone(),
+            read_only_hint: a.read_only_hint,
+            destructive_hint: a.destructive_hint,
+            idempotent_hint: a.idempotent_hint,
+            open_world_hint: a.open_world_hint,
+        })
+        .unwrap_or_default();
+    let annotations = ToolAnnotations {
+        title: annotations.title.clone().or_else(|| t.title.clone()),
+        ..annotations
+    };
+    let description = t
+        .description
+        .as_deref()
+        .map(str::to_owned)
+        .or_else(|| t.title.clone())
+        .unwrap_or_default();
+    let check = ArgumentCheck::new(&name, &input_schema);
+    RemoteTool {
+        spec: ToolSpec {
+            name: name.clone(),
+            description,
+            input_schema,
+            annotations,
+        },
+        name,
+        check,
+    }
+}
