@@ -1,1 +1,70 @@
-fn main() {}
+//! `lrg`: the command-line face of lrg. A thin composition of the library
+//! crates: every decision about models, tools, permissions and events is
+//! theirs; this binary parses flags, wires the pieces and prints.
+
+mod approve;
+mod chat;
+mod cli;
+mod demo_server;
+mod exit;
+mod input;
+mod local;
+mod models;
+mod printer;
+mod providers;
+mod resolve;
+mod run;
+mod setup;
+mod signals;
+mod tools;
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+use crate::cli::{Cli, Command};
+use crate::exit::Exit;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("lrg: cannot start the async runtime: {e}");
+            return Exit::Failed.into();
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Run(args) => run::run(args).await,
+            Command::Chat(args) => chat::chat(args).await,
+            Command::Models(args) => models::models(args).await,
+            Command::Tools(args) => tools::tools(args).await,
+            Command::DemoServer => demo_server::serve().await,
+        }
+    });
+    // Child MCP servers and blocking stdin readers must not keep us alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
+        Ok(exit) => exit.into(),
+        Err(err) => {
+            eprintln!("lrg: {err}");
+            err.exit.into()
+        }
+    }
+}
+
+/// Logs go to stderr, off unless `RUST_LOG` asks for them, so they never mix
+/// with a reply or JSON on stdout.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

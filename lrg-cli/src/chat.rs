@@ -1,0 +1,113 @@
+//! `lrg chat`: an interactive chat in the terminal.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::Arc;
+
+use lrg_chat::{SessionError, TurnHandle, TurnOutcome};
+use tokio::sync::Mutex;
+
+use crate::approve::Approver;
+use crate::cli::ChatArgs;
+use crate::exit::{CliError, Exit};
+use crate::input::{self, Lines};
+use crate::printer::{Format, Printer, Running, Style};
+use crate::setup::{self, SessionFlags};
+use crate::signals::CtrlC;
+
+const HELP: &str = "\
+Type a message and press Enter. Commands:
+  /retry    answer the last message again
+  /clear    start over with an empty conversation
+  /compact  replace the conversation with a summary (frees context)
+  /help     show this help
+  /quit     leave (or Ctrl-D)
+Ctrl-C stops the model's turn; a second Ctrl-C (or one at the prompt) quits.";
+
+/// Chat until the person quits.
+pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
+    let ready = setup::session(SessionFlags {
+        model: &args.model,
+        tools: &args.tools,
+        permissions: &args.permissions,
+        system: args.system.as_deref(),
+        max_steps: args.max_steps,
+        record: args.record.as_ref(),
+        strict_tools: false,
+    })
+    .await?;
+    let session = ready.session.clone();
+    let lines = Arc::new(Mutex::new(Lines::stdin()));
+    let approver = if args.yes {
+        Approver::Everyone
+    } else if input::interactive() {
+        Approver::Person(lines.clone())
+    } else {
+        Approver::Nobody
+    };
+    let style = Style {
+        ansi: std::io::stderr().is_terminal(),
+    };
+    let tools = ready.host.tools().len();
+    eprintln!(
+        "{}",
+        style.dim(&format!(
+            "lrg chat — {}:{}, {tools} tool(s). /help for commands, Ctrl-D to quit.",
+            ready.info.provider, ready.info.model
+        ))
+    );
+    let mut running = Running::start(Printer::new(Format::Plain, session.clone(), approver));
+    let ctrl_c = CtrlC::watch(session.clone(), Exit::Replied);
+
+    loop {
+        eprint!("{} ", style.bold(">"));
+        let _ = std::io::stderr().flush();
+        let Some(line) = lines.lock().await.next().await else {
+            eprintln!();
+            break;
+        };
+        let line = line.trim();
+        let started: Result<TurnHandle, SessionError> = match line {
+            "" => continue,
+            "/help" | "/?" => {
+                eprintln!("{HELP}");
+                continue;
+            }
+            "/quit" | "/exit" | "/q" => break,
+            "/retry" => session.retry_last(),
+            "/compact" => session.compact(),
+            "/clear" => {
+                if let Err(e) = session.clear() {
+                    eprintln!("{}", style.red(&e.to_string()));
+                }
+                continue;
+            }
+            cmd if cmd.starts_with('/') && !cmd.contains(char::is_whitespace) => {
+                eprintln!("unknown command {cmd}; /help lists them");
+                continue;
+            }
+            text => session.send(text),
+        };
+        let handle = match started {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("{}", style.red(&e.to_string()));
+                continue;
+            }
+        };
+        ctrl_c.rearm();
+        let outcome = handle.await;
+        running.caught_up(session.events().last_seq()).await;
+        if let TurnOutcome::StepsExhausted = outcome {
+            eprintln!(
+                "{}",
+                style.dim("(the step limit ran out before a final answer; say how to go on)")
+            );
+        }
+        // The reply ends its line before the next prompt.
+        println!();
+    }
+    running.finish(&session).await;
+    drop(ctrl_c);
+    ready.host.shutdown().await;
+    Ok(Exit::Replied)
+}

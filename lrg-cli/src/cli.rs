@@ -1,0 +1,219 @@
+//! The command line, as clap reads it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The exit codes, shown in `--help` and the README.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  the model replied
+  1  a model or tool error ended the run
+  2  bad usage or configuration
+  3  stopped (Ctrl-C) or the step limit (--max-steps) ran out";
+
+const MODEL_HELP: &str = "\
+Models (--model provider:model, default $LRG_MODEL, else the first local server that answers):
+  openai:gpt-4.1                OPENAI_API_KEY
+  anthropic:claude-sonnet-4-5   ANTHROPIC_API_KEY
+  gemini:gemini-2.5-flash       GEMINI_API_KEY (or GOOGLE_API_KEY)
+  ollama:qwen3:8b               an Ollama server ($OLLAMA_HOST, default http://localhost:11434)
+  lmstudio:qwen3-8b             an LM Studio server (http://localhost:1234/v1, or --base-url)
+  server:my-model               your OpenAI-compatible host (--base-url or $LRG_SERVER_URL;
+                                key, if it wants one, in $LRG_SERVER_API_KEY)
+  llama:/path/to/model.gguf     llama.cpp in this process
+  script:turns.json             a ScriptedModel file (scripted answers)
+  replay:recording.json         a recording made with --record";
+
+/// `lrg`: an agent chat runtime. A model works a set of tools (MCP servers)
+/// and a person approves what it may change.
+#[derive(Debug, Parser)]
+#[command(name = "lrg", version, propagate_version = true, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one message to completion, for scripts and CI
+    #[command(after_help = format!("{MODEL_HELP}\n\n{EXIT_CODES}"))]
+    Run(RunArgs),
+    /// Chat in the terminal (/retry, /clear, /compact, /help)
+    #[command(after_help = format!("{MODEL_HELP}\n\n{EXIT_CODES}"))]
+    Chat(ChatArgs),
+    /// List the models reachable now, by provider
+    #[command(after_help = EXIT_CODES)]
+    Models(ModelsArgs),
+    /// List the tools of the configured MCP servers and what the permissions say of them
+    #[command(after_help = EXIT_CODES)]
+    Tools(ToolsArgs),
+    /// Serve a small demo MCP server (notes) over stdio, for trying lrg offline
+    ///
+    /// `--mcp 'lrg demo-server'` starts it from this same binary.
+    #[command(after_help = EXIT_CODES)]
+    DemoServer,
+}
+
+/// Which model answers.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// The model, as provider:model (see "Models" below)
+    #[arg(
+        short,
+        long,
+        value_name = "PROVIDER:MODEL",
+        env = "LRG_MODEL",
+        hide_env_values = true
+    )]
+    pub model: Option<String>,
+    /// Base URL of the model's server: for server:MODEL (default $LRG_SERVER_URL), or another
+    /// address for ollama: and lmstudio:
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+}
+
+/// Where the tools come from.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ToolArgs {
+    /// MCP servers from a JSON file in the usual {"mcpServers": {...}} format
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+    /// An MCP server to start over stdio, as a shell-quoted command line (repeatable)
+    #[arg(long, value_name = "'COMMAND ARGS...'")]
+    pub mcp: Vec<String>,
+}
+
+impl ToolArgs {
+    /// Whether any tool source was given.
+    pub fn is_empty(&self) -> bool {
+        self.mcp_config.is_none() && self.mcp.is_empty()
+    }
+}
+
+/// How much runs without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Every tool call asks
+    #[value(name = "ask_all", alias = "ask-all")]
+    AskAll,
+    /// Read-only tools run; the others ask
+    #[value(name = "auto_read", alias = "auto-read")]
+    AutoRead,
+    /// Read and non-destructive tools run; destructive ones ask
+    #[value(name = "auto_safe", alias = "auto-safe")]
+    AutoSafe,
+    /// Every tool runs (a bulk call still asks)
+    #[value(name = "auto_all", alias = "auto-all")]
+    AutoAll,
+}
+
+/// Permission settings for this run (kept in memory, never written).
+#[derive(Debug, Clone, Args)]
+pub struct PermissionArgs {
+    /// Which tool calls run without asking
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto_read")]
+    pub mode: ModeArg,
+    /// Let TOOL run without asking (repeatable)
+    #[arg(long, value_name = "TOOL")]
+    pub allow: Vec<String>,
+    /// Never offer TOOL to the model (repeatable)
+    #[arg(long, value_name = "TOOL")]
+    pub deny: Vec<String>,
+}
+
+/// `lrg run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The message; `-` (or nothing, with stdin not a terminal) reads it from stdin
+    #[arg(value_name = "PROMPT | -")]
+    pub prompt: Option<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
+    /// Approve every tool call that would ask
+    #[arg(short, long)]
+    pub yes: bool,
+    /// Print the session's events as JSON lines on stdout (first line: the schema version)
+    #[arg(long)]
+    pub json: bool,
+    /// The system prompt
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Model turns allowed for the message
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+    /// Write the final reply to FILE
+    #[arg(long, value_name = "FILE")]
+    pub output_last_message: Option<PathBuf>,
+    /// Record every model request and answer to FILE (replay it with --model replay:FILE)
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+}
+
+/// `lrg chat`.
+#[derive(Debug, Clone, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
+    /// Approve every tool call that would ask
+    #[arg(short, long)]
+    pub yes: bool,
+    /// The system prompt
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Model turns allowed per message
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+    /// Record every model request and answer to FILE
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+}
+
+/// `lrg models`.
+#[derive(Debug, Clone, Args)]
+pub struct ModelsArgs {
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// Base URL of your OpenAI-compatible server, to list its models too (default $LRG_SERVER_URL)
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+}
+
+/// Which shaped schema `lrg tools --schema` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaArg {
+    /// What the local grammar engines take
+    Grammar,
+    /// What OpenAI (and OpenAI-compatible servers) take
+    Openai,
+    /// What Anthropic takes
+    Anthropic,
+    /// What Gemini takes
+    Gemini,
+}
+
+/// `lrg tools`.
+#[derive(Debug, Clone, Args)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// Print each tool's input schema as shaped for an engine or API
+    #[arg(long, value_enum, value_name = "TARGET")]
+    pub schema: Option<SchemaArg>,
+}

@@ -1,0 +1,405 @@
+//! Showing a session's events: as JSON lines, or as a streamed reply on
+//! stdout with tool activity on stderr.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+
+use lrg_chat::ChatSession;
+use lrg_chat::events::{DeltaKind, Event, LogEntry, SkipReason};
+use lrg_chat::tools::ToolClass;
+use serde_json::Value;
+
+use crate::approve::{Approver, Question};
+
+/// The version of the JSON-lines output: the first line of `--json` says
+/// `{"type":"lrg_events","version":N,...}`; the lines after it are the
+/// library's events ([`LogEntry`]), whose fields are only ever added to.
+pub const EVENTS_SCHEMA_VERSION: u32 = 1;
+
+/// ANSI styling, on only when the stream is a terminal.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    /// Whether to emit escape codes.
+    pub ansi: bool,
+}
+
+impl Style {
+    /// Dimmed text (reasoning, arguments).
+    pub fn dim(self, text: &str) -> String {
+        self.wrap("2", text)
+    }
+
+    /// Bold text.
+    pub fn bold(self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+
+    /// Red text (errors).
+    pub fn red(self, text: &str) -> String {
+        self.wrap("31", text)
+    }
+
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.ansi && !text.is_empty() {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+/// `text` cut to at most `max` characters, with an ellipsis when cut.
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The reply on stdout, everything else on stderr.
+    Plain,
+    /// Every event as a JSON line on stdout.
+    Json,
+}
+
+struct Call {
+    tool: String,
+    class: ToolClass,
+    arguments: Value,
+}
+
+/// Prints events and answers approval questions as they arrive.
+pub struct Printer {
+    format: Format,
+    session: ChatSession,
+    approver: Approver,
+    err: Style,
+    calls: HashMap<String, Call>,
+    /// Whether stdout is at the start of a line.
+    out_at_line_start: bool,
+    /// Whether reasoning is being streamed on stderr (needs a newline after).
+    reasoning_open: bool,
+}
+
+impl Printer {
+    /// A printer for `session`'s events.
+    pub fn new(format: Format, session: ChatSession, approver: Approver) -> Self {
+        use std::io::IsTerminal as _;
+        Self {
+            format,
+            session,
+            approver,
+            err: Style {
+                ansi: std::io::stderr().is_terminal(),
+            },
+            calls: HashMap::new(),
+            out_at_line_start: true,
+            reasoning_open: false,
+        }
+    }
+
+    /// Print the first line of JSON output (no-op in plain mode).
+    pub fn header(&self, model: &str) {
+        if self.format == Format::Json {
+            // A struct, not a map, so `type` comes first as in every event line.
+            #[derive(serde::Serialize)]
+            struct Header<'a> {
+                r#type: &'static str,
+                version: u32,
+                model: &'a str,
+            }
+            let header = Header {
+                r#type: "lrg_events",
+                version: EVENTS_SCHEMA_VERSION,
+                model,
+            };
+            let header = serde_json::to_string(&header).unwrap_or_default();
+            println!("{header}");
+        }
+    }
+
+    /// Show one event; answer it when it is an approval question.
+    pub async fn handle(&mut self, entry: &LogEntry) {
+        match self.format {
+            Format::Json => {
+                if let Ok(line) = serde_json::to_string(entry) {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "{line}");
+                    let _ = out.flush();
+                }
+                self.track(&entry.event);
+            }
+            Format::Plain => self.plain(&entry.event),
+        }
+        if let Event::ApprovalNeeded {
+            call_id,
+            reason,
+            offer_always,
+        } = &entry.event
+        {
+            let call = self.calls.get(call_id);
+            let null = Value::Null;
+            let question = Question {
+                tool: call.map_or("?", |c| c.tool.as_str()),
+                class: call.map(|c| c.class),
+                arguments: call.map_or(&null, |c| &c.arguments),
+                reason,
+                offer_always: *offer_always,
+            };
+            let answer = self.approver.answer(&question, self.err).await;
+            // The question may have been withdrawn meanwhile (the turn was
+            // stopped): then there is nothing left to answer.
+            let _ = self.session.answer_approval(call_id, answer);
+        }
+    }
+
+    /// End the reply's last line, if it is open.
+    pub fn finish_line(&mut self) {
+        self.close_reasoning();
+        if !self.out_at_line_start {
+            println!();
+            self.out_at_line_start = true;
+        }
+    }
+
+    fn track(&mut self, event: &Event) {
+        if let Event::ToolCall {
+            call_id,
+            tool,
+            class,
+            arguments,
+            ..
+        } = event
+        {
+            self.calls.insert(
+                call_id.clone(),
+                Call {
+                    tool: tool.clone(),
+                    class: *class,
+                    arguments: arguments.clone(),
+                },
+            );
+        }
+    }
+
+    fn close_reasoning(&mut self) {
+        if self.reasoning_open {
+            eprintln!();
+            self.reasoning_open = false;
+        }
+    }
+
+    fn tool_name(&self, call_id: &str) -> String {
+        self.calls
+            .get(call_id)
+            .map_or_else(|| call_id.to_string(), |c| c.tool.clone())
+    }
+
+    /// Before a line on stderr: end what is open on stdout and stderr so
+    /// the two do not interleave mid-line on a terminal.
+    fn line_break(&mut self) {
+        self.close_reasoning();
+        if !self.out_at_line_start {
+            println!();
+            self.out_at_line_start = true;
+        }
+    }
+
+    fn plain(&mut self, event: &Event) {
+        self.track(event);
+        let err = self.err;
+        match event {
+            Event::Delta {
+                kind: DeltaKind::Text,
+                text,
+            } => {
+                self.close_reasoning();
+                let mut out = std::io::stdout().lock();
+                let _ = write!(out, "{text}");
+                let _ = out.flush();
+                if !text.is_empty() {
+                    self.out_at_line_start = text.ends_with('\n');
+                }
+            }
+            Event::Delta {
+                kind: DeltaKind::Reasoning,
+                text,
+            } => {
+                if !self.out_at_line_start {
+                    println!();
+                    self.out_at_line_start = true;
+                }
+                let mut e = std::io::stderr().lock();
+                let _ = write!(e, "{}", err.dim(text));
+                let _ = e.flush();
+                self.reasoning_open = !text.is_empty() || self.reasoning_open;
+            }
+            Event::AssistantTurn { .. } => self.line_break(),
+            Event::ToolCall {
+                tool,
+                class,
+                arguments,
+                ..
+            } => {
+                self.line_break();
+                let args = serde_json::to_string(arguments).unwrap_or_default();
+                eprintln!(
+                    "{} {tool} {} {}",
+                    err.bold("→"),
+                    err.dim(&clip(&args, 200)),
+                    err.dim(&format!("[{}]", class_name(*class)))
+                );
+            }
+            Event::ApprovalAnswered { call_id, answer } => {
+                let answer = serde_json::to_value(answer).ok();
+                let kind = answer
+                    .as_ref()
+                    .and_then(|a| a["kind"].as_str())
+                    .unwrap_or("?");
+                eprintln!(
+                    "  {} {}: {kind}",
+                    err.dim("approval"),
+                    self.tool_name(call_id)
+                );
+            }
+            Event::ToolDone {
+                call_id,
+                ok,
+                text,
+                images,
+            } => {
+                let mark = if *ok { "✓" } else { "✗" };
+                let first = text.lines().next().unwrap_or_default();
+                let more = if text.lines().nth(1).is_some() {
+                    " …"
+                } else {
+                    ""
+                };
+                let images = if *images > 0 {
+                    format!(" (+{images} image(s))")
+                } else {
+                    String::new()
+                };
+                let line = format!(
+                    "{mark} {} {}{more}{images}",
+                    self.tool_name(call_id),
+                    clip(first, 200)
+                );
+                eprintln!("{}", if *ok { err.dim(&line) } else { err.red(&line) });
+            }
+            Event::ToolSkipped {
+                call_id,
+                reason,
+                note,
+            } => {
+                let why = match reason {
+                    SkipReason::RepeatedCall => "the same call was already made",
+                    SkipReason::NotAllowed => "not allowed",
+                    SkipReason::Stopped => "stopped",
+                    SkipReason::Blocked => "blocked by a rule",
+                    SkipReason::UnknownTool => "no such tool",
+                };
+                let note = note
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default();
+                eprintln!(
+                    "{} {} skipped: {why}{note}",
+                    err.red("⊘"),
+                    self.tool_name(call_id)
+                );
+            }
+            Event::Warning { message, retrying } => {
+                self.line_break();
+                let again = if *retrying {
+                    " (retrying; the text above is dropped)"
+                } else {
+                    ""
+                };
+                eprintln!("{} {message}{again}", err.bold("warning:"));
+            }
+            Event::Error { message, .. } => {
+                self.line_break();
+                eprintln!("{} {message}", err.red("error:"));
+            }
+            Event::Stopped => {
+                self.line_break();
+                eprintln!("{}", err.dim("stopped"));
+            }
+            Event::Compacted { summary } => {
+                self.line_break();
+                eprintln!(
+                    "{}\n{}",
+                    err.dim("conversation compacted; the summary:"),
+                    err.dim(summary)
+                );
+            }
+            Event::Cleared => eprintln!("{}", err.dim("conversation cleared")),
+            _ => {}
+        }
+    }
+}
+
+fn class_name(class: ToolClass) -> &'static str {
+    match class {
+        ToolClass::Read => "read",
+        ToolClass::Change => "change",
+        ToolClass::Destructive => "destructive",
+    }
+}
+
+/// A printer working through a session's events on a task of its own.
+pub struct Running {
+    task: tokio::task::JoinHandle<Printer>,
+    printed: tokio::sync::watch::Receiver<u64>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Running {
+    /// Print every event of `printer`'s session from the start.
+    pub fn start(mut printer: Printer) -> Self {
+        let mut events = printer.session.subscribe(0);
+        let (tx, printed) = tokio::sync::watch::channel(0);
+        let (stop, mut stop_rx) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    entry = events.next() => {
+                        let Some(entry) = entry else { break };
+                        printer.handle(&entry).await;
+                        if let Some(seq) = entry.seq {
+                            let _ = tx.send(seq);
+                        }
+                    }
+                    _ = stop_rx.changed() => break,
+                }
+            }
+            printer
+        });
+        Self {
+            task,
+            printed,
+            stop,
+        }
+    }
+
+    /// Wait until every numbered event up to `seq` has been shown.
+    pub async fn caught_up(&mut self, seq: u64) {
+        // An error means the printer ended (the log is gone): nothing more
+        // will be shown anyway.
+        let _ = self.printed.wait_for(|printed| *printed >= seq).await;
+    }
+
+    /// Wait until everything published so far has been shown, then stop.
+    pub async fn finish(mut self, session: &ChatSession) {
+        self.caught_up(session.events().last_seq()).await;
+        let _ = self.stop.send(true);
+        if let Ok(mut printer) = self.task.await {
+            printer.finish_line();
+        }
+    }
+}

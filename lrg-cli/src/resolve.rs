@@ -1,0 +1,87 @@
+//! Turning `--model provider:model` into a [`ChatModel`].
+
+use std::path::Path;
+use std::sync::Arc;
+
+use lrg_providers::record::{RecordingModel, ReplayModel};
+use lrg_providers::{
+    ChatModel, ModelInfo, ModelRef, Provider, ScriptedModel, TurnRequest, TurnStream,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::ModelArgs;
+use crate::exit::CliError;
+use crate::usage;
+
+/// The model a command runs on.
+pub struct Resolved {
+    /// The model the session talks to (wrapped for recording when asked).
+    pub model: Arc<dyn ChatModel>,
+    /// The replay, when `replay:` was chosen: checked for unplayed turns at the end.
+    pub replay: Option<Arc<ReplayModel>>,
+}
+
+/// An `Arc<dyn ChatModel>` as a sized `ChatModel`, so wrappers generic over
+/// a model (the recorder) can take any resolved model.
+struct Shared(Arc<dyn ChatModel>);
+
+impl ChatModel for Shared {
+    fn info(&self) -> ModelInfo {
+        self.0.info()
+    }
+
+    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        self.0.turn(request, cancel)
+    }
+}
+
+/// Resolve the model the flags (or `LRG_MODEL`) name, or the first local
+/// server that answers; wrap it in a recorder when `record` is given.
+pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved, CliError> {
+    let id = match args
+        .model
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+    {
+        Some(id) => id.to_string(),
+        None => crate::providers::default_model(args).await?,
+    };
+    let model_ref: ModelRef = id.parse().map_err(|e| usage!("--model {id:?}: {e}"))?;
+    let mut replay = None;
+    let model: Arc<dyn ChatModel> = match model_ref.provider {
+        Provider::Script => Arc::new(
+            ScriptedModel::from_file(&model_ref.model).map_err(|e| usage!("--model {id}: {e}"))?,
+        ),
+        Provider::Replay => {
+            let r = Arc::new(
+                ReplayModel::from_file(&model_ref.model)
+                    .map_err(|e| usage!("--model {id}: {e}"))?,
+            );
+            replay = Some(r.clone());
+            r
+        }
+        _ => crate::providers::connect(&model_ref, args).await?,
+    };
+    let model = match record {
+        None => model,
+        Some(path) => Arc::new(
+            RecordingModel::create(Shared(model), path).map_err(|e| usage!("--record: {e}"))?,
+        ),
+    };
+    Ok(Resolved { model, replay })
+}
+
+/// After a replayed run: turns left unplayed mean the session now stops
+/// earlier than when the recording was made.
+pub fn check_replay_finished(replay: &ReplayModel) -> Result<(), CliError> {
+    match replay.remaining() {
+        0 => Ok(()),
+        n => Err(CliError::failed(anyhow::anyhow!(
+            "replay: {n} recorded model turn(s) were not played: the session now stops after {} of {} \
+             turn(s); re-record with --record if that is intended",
+            replay.played(),
+            replay.recording().exchanges.len()
+        ))),
+    }
+}
