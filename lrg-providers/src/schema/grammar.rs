@@ -148,28 +148,6 @@ impl Shaper {
         if allows("array") {
             self.array_keywords(&mut map, &mut out, path, depth)?;
         }
-        // An untyped schema whose values `enum`, `const` or its branches already
-        // limit needs no cap of its own, and an untyped branch is capped by its
-        // parent, which holds the same value.
-        let capped_elsewhere =
-            types.is_none() && (limited || has_combinator || position == Position::Branch);
-        if allows("string") && !capped_elsewhere {
-            if let Some(min) = map.get("minLength") {
-                out.insert(
-                    "minLength".to_owned(),
-                    Value::from(non_negative(min, path, "minLength")?),
-                );
-            }
-            let existing = map
-                .get("maxLength")
-                .map(|max| non_negative(max, path, "maxLength"))
-                .transpose()?;
-            if !limited || existing.is_some() {
-                let max = existing.map_or(self.cap, |max| max.min(self.cap));
-                out.insert("maxLength".to_owned(), Value::from(max));
-            }
-        }
-
         let any_of = map.remove("anyOf");
         let one_of = map.remove("oneOf");
         let mut alternatives = Vec::new();
@@ -207,6 +185,28 @@ impl Shaper {
         if out.is_empty() && position != Position::Branch && !map.contains_key("required") {
             return Ok(self.any_value());
         }
+        // An untyped schema whose values `enum`, `const` or its branches already
+        // limit needs no cap of its own, and an untyped branch is capped by its
+        // parent, which holds the same value.
+        let capped_elsewhere =
+            types.is_none() && (limited || has_combinator || position == Position::Branch);
+        if allows("string") && !capped_elsewhere {
+            if let Some(min) = map.get("minLength") {
+                out.insert(
+                    "minLength".to_owned(),
+                    Value::from(non_negative(min, path, "minLength")?),
+                );
+            }
+            let existing = map
+                .get("maxLength")
+                .map(|max| non_negative(max, path, "maxLength"))
+                .transpose()?;
+            if !limited || existing.is_some() {
+                let max = existing.map_or(self.cap, |max| max.min(self.cap));
+                out.insert("maxLength".to_owned(), Value::from(max));
+            }
+        }
+
         Ok(Value::Object(out))
     }
 
