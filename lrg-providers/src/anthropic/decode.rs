@@ -2,6 +2,9 @@
 //! time; a whole non-streamed reply (`{"type": "message", ...}`) is decoded
 //! from a single frame by the same code.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::PROVIDER;
@@ -121,7 +124,13 @@ impl AnthropicDecoder {
             "content_block_delta" => {
                 let index = index_of(v, kind)?;
                 let delta = v.get("delta").ok_or_else(|| missing(kind, "delta"))?;
-                self.delta(index, delta, out)?;
+                let delta = DeltaBody::deserialize(delta).map_err(|e| {
+                    protocol(format!(
+                        "a malformed delta ({e}): {}",
+                        quote(&delta.to_string())
+                    ))
+                })?;
+                self.delta(index, &delta, out)?;
             }
             "content_block_stop" => {
                 let index = index_of(v, kind)?;
@@ -219,7 +228,7 @@ impl AnthropicDecoder {
     fn delta(
         &mut self,
         index: usize,
-        delta: &Value,
+        delta: &DeltaBody<'_>,
         out: &mut Vec<TurnEvent>,
     ) -> Result<(), ProviderError> {
         let block = self
@@ -231,33 +240,29 @@ impl AnthropicDecoder {
                     "a delta for content block {index}, which was never started"
                 ))
             })?;
-        let text = |f: &str| delta.get(f).and_then(Value::as_str).unwrap_or_default();
-        match (delta.get("type").and_then(Value::as_str), block) {
-            (Some("text_delta"), Block::Text) => {
-                let t = text("text");
-                if !t.is_empty() {
-                    out.push(TurnEvent::TextDelta {
-                        text: t.to_string(),
-                    });
+        let text = |f: &Option<Cow<'_, str>>| f.as_deref().unwrap_or_default().to_string();
+        match (delta.kind.as_ref(), block) {
+            ("text_delta", Block::Text) => {
+                let text = text(&delta.text);
+                if !text.is_empty() {
+                    out.push(TurnEvent::TextDelta { text });
                 }
             }
-            (Some("thinking_delta"), Block::Thinking { thinking, .. }) => {
-                let t = text("thinking");
-                if !t.is_empty() {
-                    thinking.push_str(t);
-                    out.push(TurnEvent::ReasoningDelta {
-                        text: t.to_string(),
-                    });
+            ("thinking_delta", Block::Thinking { thinking, .. }) => {
+                let text = text(&delta.thinking);
+                if !text.is_empty() {
+                    thinking.push_str(&text);
+                    out.push(TurnEvent::ReasoningDelta { text });
                 }
             }
-            (Some("signature_delta"), Block::Thinking { signature, .. }) => {
-                signature.push_str(text("signature"))
+            ("signature_delta", Block::Thinking { signature, .. }) => {
+                signature.push_str(delta.signature.as_deref().unwrap_or_default())
             }
-            (Some("input_json_delta"), Block::ToolUse { json, .. }) => {
-                json.push_str(text("partial_json"))
+            ("input_json_delta", Block::ToolUse { json, .. }) => {
+                json.push_str(delta.partial_json.as_deref().unwrap_or_default())
             }
             (_, Block::Ignored) => {}
-            (kind, _) => tracing::debug!(delta = ?kind, index, "anthropic: ignored delta"),
+            (kind, _) => tracing::debug!(delta = kind, index, "anthropic: ignored delta"),
         }
         Ok(())
     }
@@ -349,6 +354,16 @@ impl Decoder for AnthropicDecoder {
         if self.done {
             return Ok(());
         }
+        // Most of a stream is deltas: read those straight into borrowed
+        // fields, without building a JSON tree. Anything unusual takes the
+        // general path below, which also words the errors.
+        if matches!(frame.event.as_deref(), Some("content_block_delta") | None) {
+            if let Ok(event) = serde_json::from_str::<DeltaEvent<'_>>(&frame.data) {
+                if event.kind == "content_block_delta" {
+                    return self.delta(event.index, &event.delta, out);
+                }
+            }
+        }
         let v: Value = serde_json::from_str(&frame.data).map_err(|e| {
             let event = frame.event.as_deref().unwrap_or("(unnamed)");
             // JSON that stops short is a stream cut mid-event: worth a retry.
@@ -385,6 +400,31 @@ impl Decoder for AnthropicDecoder {
             "the Anthropic stream ended {what}"
         )))
     }
+}
+
+/// A `content_block_delta` event, borrowed from the frame where it can be.
+#[derive(Deserialize)]
+struct DeltaEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    index: usize,
+    #[serde(borrow)]
+    delta: DeltaBody<'a>,
+}
+
+/// The `delta` of a `content_block_delta`; which field is set depends on its type.
+#[derive(Deserialize)]
+struct DeltaBody<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    partial_json: Option<Cow<'a, str>>,
 }
 
 fn stop_reason(reason: &str) -> StopReason {
@@ -541,6 +581,43 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// The fast path for deltas must decode exactly as the general one.
+    #[test]
+    fn fast_and_general_paths_agree() {
+        let frames = [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":2}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"h\u00e9"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"S"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hi \"you\""}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","citation":{}}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"t","name":"n","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}"#,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"1}"}}"#,
+            r#"{"type":"content_block_stop","index":2}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}"#,
+            r#"{"type":"message_stop"}"#,
+        ];
+        let mut fast = AnthropicDecoder::new("m");
+        let mut general = AnthropicDecoder::new("m");
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for f in frames {
+            let frame = Frame {
+                event: Some("content_block_delta".into()),
+                data: f.to_string(),
+            };
+            fast.decode(&frame, &mut a).unwrap();
+            let v: Value = serde_json::from_str(f).unwrap();
+            let kind = v["type"].as_str().unwrap().to_string();
+            general.event(&kind, &v, &mut b).unwrap();
+        }
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 6, "{a:?}");
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! `GenerateContentResponse` chunks → [`TurnEvent`]s. Fed one SSE frame at a
 //! time; a whole `generateContent` answer is one frame.
 
+use std::borrow::Cow;
+
 use reqwest::header::HeaderMap;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use super::PROVIDER;
@@ -100,46 +104,109 @@ impl GeminiDecoder {
     }
 
     fn part(&mut self, part: &Value, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
-        let signature = part.get("thoughtSignature").and_then(Value::as_str);
-        let text = part.get("text").and_then(Value::as_str);
-        if part.get("thought").and_then(Value::as_bool) == Some(true) {
-            if let Some(t) = text.filter(|t| !t.is_empty()) {
+        let fields = PartFields {
+            thought: part.get("thought").and_then(Value::as_bool) == Some(true),
+            text: part.get("text").and_then(Value::as_str),
+            signature: part.get("thoughtSignature").and_then(Value::as_str),
+            call: part.get("functionCall"),
+        };
+        if fields.is_unknown() {
+            tracing::debug!(part = %quote(&part.to_string()), "gemini: ignored part");
+        }
+        self.apply_part(&fields, Some(part), out)
+    }
+
+    /// One part, whichever path read it. `raw` is the part as it came, needed
+    /// only when [`PartFields::needs_raw`]; the fast path never passes such a part.
+    fn apply_part(
+        &mut self,
+        part: &PartFields<'_>,
+        raw: Option<&Value>,
+        out: &mut Vec<TurnEvent>,
+    ) -> Result<(), ProviderError> {
+        let text = part.text.filter(|t| !t.is_empty());
+        if part.needs_raw() {
+            // A signed thought or a bare signed part goes back as it came.
+            if let Some(t) = text.filter(|_| part.thought) {
                 out.push(TurnEvent::ReasoningDelta {
                     text: t.to_string(),
                 });
             }
-            // Thoughts are not sent back, but a signed one must be: keep it whole.
-            if signature.is_some() {
-                out.push(self.native(json!({"part": part})));
-            }
+            let raw = raw.cloned().unwrap_or_else(|| {
+                json!({"text": part.text.unwrap_or_default(), "thought": part.thought, "thoughtSignature": part.signature})
+            });
+            out.push(self.native(json!({"part": raw})));
             return Ok(());
         }
-        if let Some(call) = part.get("functionCall") {
-            out.push(TurnEvent::ToolCall(self.call(call)?));
-            if let Some(s) = signature {
-                out.push(self.native(json!({"thoughtSignature": s, "on": "functionCall"})));
-            }
-            return Ok(());
-        }
-        match (text, signature) {
-            (Some(t), sig) if !t.is_empty() => {
-                out.push(TurnEvent::TextDelta {
+        if part.thought {
+            if let Some(t) = text {
+                out.push(TurnEvent::ReasoningDelta {
                     text: t.to_string(),
                 });
-                if let Some(s) = sig {
-                    out.push(self.native(json!({"thoughtSignature": s, "on": "text"})));
-                }
             }
-            // An empty-text (or otherwise bare) part carrying only a signature:
-            // it goes back as it came.
-            (_, Some(_)) => out.push(self.native(json!({"part": part}))),
-            _ => {
-                if text.is_none() {
-                    tracing::debug!(part = %quote(&part.to_string()), "gemini: ignored part");
-                }
+        } else if let Some(call) = part.call {
+            out.push(TurnEvent::ToolCall(self.call(call)?));
+            if let Some(s) = part.signature {
+                out.push(self.native(json!({"thoughtSignature": s, "on": "functionCall"})));
+            }
+        } else if let Some(t) = text {
+            out.push(TurnEvent::TextDelta {
+                text: t.to_string(),
+            });
+            if let Some(s) = part.signature {
+                out.push(self.native(json!({"thoughtSignature": s, "on": "text"})));
             }
         }
         Ok(())
+    }
+
+    /// The common chunk (text, thoughts, calls, usage) read straight into
+    /// borrowed fields. `None`: not such a chunk; the general path takes it.
+    fn fast_chunk(
+        &mut self,
+        data: &str,
+        out: &mut Vec<TurnEvent>,
+    ) -> Option<Result<(), ProviderError>> {
+        let chunk: FastChunk<'_> = serde_json::from_str(data).ok()?;
+        if chunk.error.is_some() || chunk.prompt_feedback.is_some() || chunk.candidates.is_empty() {
+            return None;
+        }
+        let parts = chunk
+            .candidates
+            .first()
+            .and_then(|c| c.content.as_ref())
+            .map(|c| c.parts.as_slice());
+        let fields: Vec<PartFields<'_>> = parts
+            .unwrap_or_default()
+            .iter()
+            .map(FastPart::fields)
+            .collect();
+        if fields.iter().any(|f| f.needs_raw() || f.is_unknown()) {
+            return None;
+        }
+        if self.id_prefix.is_none() {
+            self.id_prefix = chunk
+                .response_id
+                .as_deref()
+                .map(id_safe)
+                .filter(|p| !p.is_empty());
+        }
+        if let Some(meta) = &chunk.usage_metadata {
+            self.usage = Some(meta.usage());
+        }
+        for part in &fields {
+            if let Err(e) = self.apply_part(part, None, out) {
+                return Some(Err(e));
+            }
+        }
+        if let Some(reason) = chunk
+            .candidates
+            .first()
+            .and_then(|c| c.finish_reason.as_deref())
+        {
+            self.finish = Some(reason.to_string());
+        }
+        Some(Ok(()))
     }
 
     fn call(&mut self, call: &Value) -> Result<ToolCall, ProviderError> {
@@ -182,6 +249,9 @@ impl Decoder for GeminiDecoder {
     fn decode(&mut self, frame: &Frame, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
         if self.done {
             return Ok(());
+        }
+        if let Some(result) = self.fast_chunk(&frame.data, out) {
+            return result;
         }
         let v: Value = serde_json::from_str(&frame.data).map_err(|e| {
             if e.is_eof() {
@@ -229,6 +299,105 @@ impl Decoder for GeminiDecoder {
         }
         out.push(TurnEvent::End { stop });
         Ok(())
+    }
+}
+
+/// What decides how a part is decoded.
+struct PartFields<'a> {
+    thought: bool,
+    text: Option<&'a str>,
+    signature: Option<&'a str>,
+    call: Option<&'a Value>,
+}
+
+impl PartFields<'_> {
+    /// A signature on a thought, or on a part with neither text nor a call:
+    /// the whole part must be kept to go back as it came.
+    fn needs_raw(&self) -> bool {
+        self.signature.is_some()
+            && (self.thought || (self.call.is_none() && self.text.is_none_or(str::is_empty)))
+    }
+
+    /// Neither text nor a call (inline data, code execution, ...): skipped.
+    fn is_unknown(&self) -> bool {
+        self.text.is_none() && self.call.is_none() && self.signature.is_none()
+    }
+}
+
+/// A streamed chunk, borrowed from the frame where it can be.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FastChunk<'a> {
+    #[serde(borrow, default)]
+    candidates: Vec<FastCandidate<'a>>,
+    #[serde(default)]
+    usage_metadata: Option<FastUsage>,
+    #[serde(borrow, default)]
+    response_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(default)]
+    prompt_feedback: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FastCandidate<'a> {
+    #[serde(borrow, default)]
+    content: Option<FastContent<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FastContent<'a> {
+    #[serde(borrow, default)]
+    parts: Vec<FastPart<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FastPart<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    thought: Option<bool>,
+    #[serde(borrow, default)]
+    thought_signature: Option<Cow<'a, str>>,
+    #[serde(default)]
+    function_call: Option<Value>,
+}
+
+impl FastPart<'_> {
+    fn fields(&self) -> PartFields<'_> {
+        PartFields {
+            thought: self.thought == Some(true),
+            text: self.text.as_deref(),
+            signature: self.thought_signature.as_deref(),
+            call: self.function_call.as_ref(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FastUsage {
+    #[serde(default)]
+    prompt_token_count: u64,
+    #[serde(default)]
+    tool_use_prompt_token_count: u64,
+    #[serde(default)]
+    candidates_token_count: u64,
+    #[serde(default)]
+    thoughts_token_count: u64,
+}
+
+impl FastUsage {
+    fn usage(&self) -> Usage {
+        Usage {
+            prompt_tokens: clamp(self.prompt_token_count + self.tool_use_prompt_token_count),
+            completion_tokens: clamp(self.candidates_token_count + self.thoughts_token_count),
+        }
     }
 }
 
@@ -362,6 +531,40 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// The fast path must decode exactly as the general one.
+    #[test]
+    fn fast_and_general_paths_agree() {
+        let frames = [
+            r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"a"},{"text":"b","thoughtSignature":"S"}]}}],"responseId":"r1","usageMetadata":{"promptTokenCount":3}}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":"t","thought":true}]}}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"x":[1]}},"thoughtSignature":"C"},{"functionCall":{"id":"i","name":"g"}}]}}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":"","thoughtSignature":"E"}]},"finishReason":"STOP"}],"usageMetadata":{"candidatesTokenCount":4,"thoughtsTokenCount":2}}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":"x","thought":true,"thoughtSignature":"T"}]}}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"inlineData":{"mimeType":"image/png","data":"AA=="}}]}}]}"#,
+            r#"{"candidates":[{"content":{}, "finishReason":"SAFETY"}]}"#,
+        ];
+        let mut fast = GeminiDecoder::new("m");
+        let mut general = GeminiDecoder::new("m");
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for f in frames {
+            fast.decode(
+                &Frame {
+                    event: None,
+                    data: f.to_string(),
+                },
+                &mut a,
+            )
+            .unwrap();
+            general
+                .chunk(&serde_json::from_str(f).unwrap(), &mut b)
+                .unwrap();
+        }
+        fast.finish(&mut a).unwrap();
+        general.finish(&mut b).unwrap();
+        assert_eq!(a, b);
+        assert!(a.len() > 8, "{a:?}");
     }
 
     #[test]
