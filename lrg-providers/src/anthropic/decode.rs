@@ -357,12 +357,13 @@ impl Decoder for AnthropicDecoder {
         // Most of a stream is deltas: read those straight into borrowed
         // fields, without building a JSON tree. Anything unusual takes the
         // general path below, which also words the errors.
-        if matches!(frame.event.as_deref(), Some("content_block_delta") | None) {
-            if let Ok(event) = serde_json::from_str::<DeltaEvent<'_>>(&frame.data) {
-                if event.kind == "content_block_delta" {
-                    return self.delta(event.index, &event.delta, out);
-                }
-            }
+        let maybe_delta = matches!(frame.event.as_deref(), Some("content_block_delta") | None);
+        if let Some(event) = maybe_delta
+            .then(|| serde_json::from_str::<DeltaEvent<'_>>(&frame.data).ok())
+            .flatten()
+            .filter(|e| e.kind == "content_block_delta")
+        {
+            return self.delta(event.index, &event.delta, out);
         }
         let v: Value = serde_json::from_str(&frame.data).map_err(|e| {
             let event = frame.event.as_deref().unwrap_or("(unnamed)");
