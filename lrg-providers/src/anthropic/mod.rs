@@ -6,6 +6,21 @@
 //! ([`decode`]). Claude's thinking blocks (with their signatures) and redacted
 //! thinking blocks come back as [`crate::NativePart`]s, in order with the text
 //! and tool calls, and go back unchanged with the tool results.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), lrg_providers::ProviderError> {
+//! use lrg_providers::anthropic::{AnthropicChat, AnthropicConfig};
+//! use lrg_providers::{ChatModel, Message, TurnRequest, collect_turn};
+//!
+//! // ANTHROPIC_API_KEY (and optionally ANTHROPIC_BASE_URL) from the environment.
+//! let config = AnthropicConfig::from_env("claude-sonnet-4-5")?.with_thinking_budget(2_048);
+//! let model = AnthropicChat::new(config)?;
+//! let request = TurnRequest { messages: vec![Message::user("Hello")], ..Default::default() };
+//! let turn = collect_turn(model.turn(request, Default::default())).await?;
+//! // Keep `turn.into_message()` in the history: its thinking blocks go back next turn.
+//! println!("{}", turn.text());
+//! # Ok(()) }
+//! ```
 
 mod decode;
 mod encode;

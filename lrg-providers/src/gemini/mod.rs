@@ -6,6 +6,19 @@
 //! ([`decode`]). Thought parts become reasoning deltas; each `thoughtSignature`
 //! is kept as a [`crate::NativePart`] right after the part it came with, and
 //! goes back on that same part.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), lrg_providers::ProviderError> {
+//! use lrg_providers::gemini::{GeminiChat, GeminiConfig};
+//! use lrg_providers::{ChatModel, Message, TurnRequest, collect_turn};
+//!
+//! // GEMINI_API_KEY (or GOOGLE_API_KEY), and optionally GEMINI_BASE_URL.
+//! let model = GeminiChat::new(GeminiConfig::from_env("gemini-2.5-flash")?)?;
+//! let request = TurnRequest { messages: vec![Message::user("Hello")], ..Default::default() };
+//! let turn = collect_turn(model.turn(request, Default::default())).await?;
+//! println!("{}", turn.text());
+//! # Ok(()) }
+//! ```
 
 mod decode;
 mod encode;
