@@ -54,9 +54,13 @@ async fn call(host: &ToolHost, name: &str, args: Value) -> ToolOutput {
     host.call(name, args, CancellationToken::new()).await
 }
 
+/// Whether process `pid` exists; a zombie (exited, not reaped) still does.
 fn is_alive(pid: u32) -> bool {
-    // A zombie still has a /proc entry; "gone" means reaped too.
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
+    std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 async fn wait_gone(pid: u32) -> bool {
@@ -164,6 +168,7 @@ async fn invalid_arguments_say_what_was_wrong_and_what_is_expected() {
     .await;
 }
 
+#[cfg(unix)] // process ids, `kill`
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_gives_error_and_warning_then_restarts() {
     within(async {
@@ -203,6 +208,7 @@ async fn crash_gives_error_and_warning_then_restarts() {
     .await;
 }
 
+#[cfg(unix)] // process ids, `kill`
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeout_stops_the_server_and_the_next_call_restarts_it() {
     within(async {
@@ -236,6 +242,7 @@ async fn timeout_stops_the_server_and_the_next_call_restarts_it() {
     .await;
 }
 
+#[cfg(unix)] // process ids, `kill`
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_died_between_calls_is_restarted_with_a_note() {
     within(async {
@@ -420,6 +427,34 @@ async fn rust_function_tools() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_tool_list_is_fetched_on_the_next_listing() {
+    within(async {
+        let host = host_with_stdio(ToolHostOptions::default()).await;
+        let names = |specs: Vec<lrg_providers::ToolSpec>| -> Vec<String> {
+            specs.into_iter().map(|s| s.name).collect()
+        };
+        assert!(!names(host.list().await.unwrap()).contains(&"extra".to_owned()));
+        assert_eq!(text_of(&call(&host, "grow", json!({})).await), "grown");
+        // The notification travels on its own; give it a moment.
+        let mut listed = false;
+        for _ in 0..50 {
+            if names(host.list().await.unwrap()).contains(&"extra".to_owned()) {
+                listed = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(listed, "`extra` appears after tools/list_changed");
+        assert_eq!(
+            text_of(&call(&host, "extra", json!({})).await),
+            "extra tool"
+        );
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_process_server() {
     within(async {
         let host = ToolHost::new();
@@ -449,6 +484,11 @@ async fn in_process_server() {
 /// The test server behind axum on 127.0.0.1:0, refusing requests without
 /// the `x-api-key: secret-key` header.
 async fn http_server() -> (String, CancellationToken) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    serve_http(listener)
+}
+
+fn serve_http(listener: tokio::net::TcpListener) -> (String, CancellationToken) {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
     let stop = CancellationToken::new();
@@ -470,7 +510,6 @@ async fn http_server() -> (String, CancellationToken) {
                 next.run(req).await
             },
         ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let s = stop.clone();
     tokio::spawn(async move {
@@ -510,6 +549,45 @@ async fn streamable_http_server_with_headers() {
         assert_eq!(failure.server, "web2");
         assert!(!failure.to_string().contains("wrong-key"), "{failure}");
         assert_eq!(host.failures().len(), 1);
+        host.shutdown().await;
+        stop.cancel();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_server_gone_gives_error_and_warning_then_reconnects() {
+    within(async {
+        let (url, stop) = http_server().await;
+        let host = ToolHost::with_options(ToolHostOptions {
+            connect_timeout: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(10),
+        });
+        let cfg = HttpServerConfig::new(url.clone()).header("x-api-key", "secret-key");
+        host.add_mcp_server("web", McpServerConfig::Http(cfg))
+            .await
+            .unwrap();
+        assert_eq!(
+            text_of(&call(&host, "echo", json!({"text": "1"})).await),
+            "1"
+        );
+
+        stop.cancel();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let out = call(&host, "echo", json!({"text": "2"})).await;
+        assert!(out.is_error, "{out:?}");
+        let warning = out.warning.unwrap();
+        assert!(warning.starts_with("tool server `web` could not be reached for `echo`"), "{warning}");
+
+        // The server comes back on the same address: the next call reconnects.
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        let listener = tokio::net::TcpListener::bind(addr.as_str()).await.unwrap();
+        let (_url, stop) = serve_http(listener);
+        let out = call(&host, "echo", json!({"text": "3"})).await;
+        assert_eq!(out, ToolOutput::text("3"));
         host.shutdown().await;
         stop.cancel();
     })
@@ -645,6 +723,7 @@ async fn a_server_that_cannot_start_does_not_take_the_others_down() {
     .await;
 }
 
+#[cfg(unix)] // process ids, `kill`
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_and_drop_leave_no_process_behind() {
     within(async {
@@ -732,6 +811,31 @@ fn config_parsing() {
         !err(r#"{"mcpServers": {"a": {"url": "http://h", "headers": {"X": "sk-1\nx"}}}}"#)
             .contains("sk-1")
     );
+
+    // Round trip, order kept; a server entry inside an app's own config
+    // is checked the same way.
+    let text = serde_json::to_string(&config).unwrap();
+    assert!(
+        text.starts_with(r#"{"mcpServers":{"files":{"command":"npx""#),
+        "{text}"
+    );
+    assert_eq!(serde_json::from_str::<McpConfig>(&text).unwrap(), config);
+    #[derive(serde::Deserialize)]
+    struct AppConfig {
+        #[allow(dead_code)]
+        search: McpServerConfig,
+    }
+    let e = serde_json::from_str::<AppConfig>(
+        r#"{"search": {"url": "http://h", "headers": {"K": 99}}}"#,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        e.contains("header \"K\" must have a string value, found a number"),
+        "{e}"
+    );
+    assert!(!e.contains("99"), "{e}");
 
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("none.json");

@@ -24,7 +24,10 @@ pub struct McpConfig {
 }
 
 /// How to reach one MCP server.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Deserializing one (e.g. inside an app's own config) applies the same
+/// checks as [`McpConfig::from_json`], and its errors never quote values.
+#[derive(Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum McpServerConfig {
     /// A child process speaking MCP over its stdin/stdout.
@@ -34,15 +37,15 @@ pub enum McpServerConfig {
 }
 
 /// A child-process server: `{"command", "args", "env", "cwd"}`.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct StdioServerConfig {
     /// The program to run (looked up on `PATH` when not a path).
     pub command: String,
     /// Its arguments.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// Extra environment variables, added to the inherited environment.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// Working directory; the current one when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -50,13 +53,13 @@ pub struct StdioServerConfig {
 }
 
 /// A streamable-HTTP server: `{"url", "headers"}`.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct HttpServerConfig {
     /// The MCP endpoint, e.g. `https://example.com/mcp`.
     pub url: String,
     /// Headers sent with every request (often `Authorization`). Their values
     /// are secrets as far as this crate is concerned: `Debug` redacts them.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
 }
 
@@ -144,6 +147,43 @@ impl McpConfig {
     /// The server named `name`, if configured.
     pub fn get(&self, name: &str) -> Option<&McpServerConfig> {
         self.servers.iter().find(|(n, _)| n == name).map(|(_, c)| c)
+    }
+}
+
+impl Serialize for McpConfig {
+    /// `{"mcpServers": {...}}`, servers in order.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        struct Servers<'a>(&'a [(String, McpServerConfig)]);
+        impl Serialize for Servers<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(self.0.len()))?;
+                for (name, cfg) in self.0 {
+                    map.serialize_entry(name, cfg)?;
+                }
+                map.end()
+            }
+        }
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry("mcpServers", &Servers(&self.servers))?;
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for McpConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let top = TopLevel::deserialize(d)?;
+        McpConfig::from_entries(top).map_err(serde::de::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for McpServerConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        parse_server("(this server)", value).map_err(|e| match e {
+            McpConfigError::Server { problem, .. } => serde::de::Error::custom(problem),
+            other => serde::de::Error::custom(other),
+        })
     }
 }
 

@@ -409,7 +409,14 @@ impl ToolHost {
             .collect()
     }
 
-    /// Every offered tool with its class and source, in precedence order.
+    /// Fetch again the tool lists that servers said have changed.
+    pub async fn refresh_changed(&self) {
+        let servers = read(&self.servers);
+        futures::future::join_all(servers.iter().map(|s| s.refresh_tools_if_changed())).await;
+    }
+
+    /// Every offered tool with its class and source, in precedence order
+    /// (as of the last listing: see [`ToolHost::refresh_changed`]).
     pub fn tools(&self) -> Vec<ToolInfo> {
         self.catalog()
             .entries
@@ -618,6 +625,7 @@ impl Tools for ToolHost {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(ToolsError("the tool host was shut down".to_owned()));
             }
+            self.refresh_changed().await;
             Ok(self
                 .catalog()
                 .entries

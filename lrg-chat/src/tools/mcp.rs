@@ -3,21 +3,25 @@
 //! after the server died or hung.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, RwLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use lrg_providers::{ToolAnnotations, ToolSpec};
-use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+#[cfg(unix)]
+use process_wrap::tokio::ProcessGroup;
+use process_wrap::tokio::{CommandWrap, KillOnDrop};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
 };
+use rmcp::service::NotificationContext;
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{Peer, RoleClient, ServiceExt as _};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt as _};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::Mutex;
@@ -56,7 +60,31 @@ pub(crate) struct RemoteTool {
     pub(crate) check: ArgumentCheck,
 }
 
-type Client = RunningService<RoleClient, ClientConfig>;
+type Client = RunningService<RoleClient, LrgClient>;
+
+/// Our side of an MCP connection: notes when the server says its tool list
+/// changed, so the next listing fetches it again.
+#[derive(Clone)]
+pub(crate) struct LrgClient {
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for LrgClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("lrg", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tools_changed.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
+}
 
 enum Conn {
     /// Never connected, or stopped (the reason is in `McpServer::problem`).
@@ -82,6 +110,8 @@ pub(crate) struct McpServer {
     /// Bumped whenever this server's tool list changes (shared with the host).
     changes: Arc<AtomicU64>,
     epochs: AtomicU64,
+    /// Set by the server's `notifications/tools/list_changed`.
+    tools_changed: Arc<AtomicBool>,
     stderr_tail: Arc<StdMutex<VecDeque<String>>>,
     /// Reads the child's stderr; ends when the child has exited.
     stderr_reader: StdMutex<Option<JoinHandle<()>>>,
@@ -113,6 +143,7 @@ impl McpServer {
             problem: RwLock::new(Some("not started yet".to_owned())),
             changes,
             epochs: AtomicU64::new(0),
+            tools_changed: Arc::new(AtomicBool::new(false)),
             stderr_tail: Arc::new(StdMutex::new(VecDeque::new())),
             stderr_reader: StdMutex::new(None),
             closing: StdMutex::new(Vec::new()),
@@ -125,6 +156,38 @@ impl McpServer {
         match self.tools.read() {
             Ok(t) => t.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn client(&self) -> LrgClient {
+        LrgClient {
+            tools_changed: self.tools_changed.clone(),
+        }
+    }
+
+    /// List the tools again if the server said they changed. A failure
+    /// keeps the old list (the next call will find out what is wrong).
+    pub(crate) async fn refresh_tools_if_changed(&self) {
+        if !self.tools_changed.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let peer = match &*self.conn.lock().await {
+            Conn::Up { peer, .. } => peer.clone(),
+            _ => return,
+        };
+        match tokio::time::timeout(self.connect_timeout, peer.list_all_tools()).await {
+            Ok(Ok(tools)) => {
+                self.set_tools(
+                    tools
+                        .into_iter()
+                        .map(|t| Arc::new(remote_tool(t)))
+                        .collect(),
+                );
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(server = %self.name, error = %e, "listing changed tools failed")
+            }
+            Err(_) => tracing::warn!(server = %self.name, "listing changed tools timed out"),
         }
     }
 
@@ -252,9 +315,9 @@ impl McpServer {
                 out.warning = restart_note;
                 CallOutcome::Done(out)
             }
-            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+            Ok(Err(ServiceError::TransportClosed)) => {
                 self.stderr_settled().await;
-                let why = self.with_stderr(format!("the connection ended during the call ({e})"));
+                let why = self.with_stderr("the connection ended during the call".to_owned());
                 self.mark_down(epoch, why.clone()).await;
                 CallOutcome::Failed(
                     ToolOutput::error(format!(
@@ -264,6 +327,22 @@ impl McpServer {
                     )),
                     format!(
                         "tool server `{}` stopped during `{tool}` and will be restarted on the next call: {why}",
+                        self.name
+                    ),
+                )
+            }
+            Ok(Err(ServiceError::TransportSend(e))) => {
+                self.stderr_settled().await;
+                let why = self.with_stderr(root_cause(&e));
+                self.mark_down(epoch, why.clone()).await;
+                CallOutcome::Failed(
+                    ToolOutput::error(format!(
+                        "The tool server `{}` could not be reached for `{tool}`; the call has no result. \
+                         It will be restarted on the next call.",
+                        self.name
+                    )),
+                    format!(
+                        "tool server `{}` could not be reached for `{tool}` and will be restarted on the next call: {why}",
                         self.name
                     ),
                 )
@@ -355,11 +434,13 @@ impl McpServer {
                 Connector::Config(McpServerConfig::Stdio(cfg)) => {
                     (self.connect_stdio(cfg).await?, None)
                 }
-                Connector::Config(McpServerConfig::Http(cfg)) => (connect_http(cfg).await?, None),
+                Connector::Config(McpServerConfig::Http(cfg)) => {
+                    (connect_http(self.client(), cfg).await?, None)
+                }
                 Connector::InProcess(start) => {
                     let (client_io, server_io) = tokio::io::duplex(256 * 1024);
                     let task = tokio::spawn(start(server_io));
-                    match client_info().serve(client_io).await {
+                    match self.client().serve(client_io).await {
                         Ok(c) => (c, Some(task)),
                         Err(e) => {
                             task.abort();
@@ -400,7 +481,9 @@ impl McpServer {
         // Its own process group, so that stopping the server also stops what
         // it started (`npx` runs the real server as a grandchild); killed
         // when dropped, so no path leaves it running.
-        wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        #[cfg(unix)]
+        wrapped.wrap(ProcessGroup::leader());
+        wrapped.wrap(KillOnDrop);
         let (transport, stderr) = TokioChildProcess::builder(wrapped)
             .stderr(Stdio::piped())
             .spawn()
@@ -436,7 +519,7 @@ impl McpServer {
                 *r = Some(reader);
             }
         }
-        client_info()
+        self.client()
             .serve(transport)
             .await
             .map_err(|e| format!("MCP initialization failed: {e}"))
@@ -475,6 +558,16 @@ impl McpServer {
     }
 }
 
+/// The innermost cause of an error: what a person can act on ("Connection
+/// refused", "Broken pipe"), without the transport's type names.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = e;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
+}
+
 /// The result of a call that a stop prevented from starting.
 pub(crate) fn not_started_output(tool: &str) -> ToolOutput {
     ToolOutput::error(format!(
@@ -482,7 +575,7 @@ pub(crate) fn not_started_output(tool: &str) -> ToolOutput {
     ))
 }
 
-async fn connect_http(cfg: &HttpServerConfig) -> Result<Client, String> {
+async fn connect_http(client: LrgClient, cfg: &HttpServerConfig) -> Result<Client, String> {
     let mut headers = HashMap::new();
     for (k, v) in &cfg.headers {
         let name = axum::http::HeaderName::from_bytes(k.as_bytes())
@@ -496,17 +589,10 @@ async fn connect_http(cfg: &HttpServerConfig) -> Result<Client, String> {
     let config =
         StreamableHttpClientTransportConfig::with_uri(cfg.url.as_str()).custom_headers(headers);
     let transport = StreamableHttpClientTransport::from_config(config);
-    client_info()
+    client
         .serve(transport)
         .await
         .map_err(|e| format!("cannot connect to {}: {e}", cfg.url))
-}
-
-fn client_info() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("lrg", env!("CARGO_PKG_VERSION")),
-    )
 }
 
 async fn close_client(name: &str, mut client: Box<Client>, server_task: Option<JoinHandle<()>>) {

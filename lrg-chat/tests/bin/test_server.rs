@@ -5,17 +5,23 @@
 //! Tools: `echo` (read), `write` (change), `delete_items` (no annotations:
 //! destructive; takes an `ids` array), `image` (a 1x1 PNG), `crash` (exits
 //! the process), `slow` (sleeps), `pid` (its process id), `notes.read` (a
-//! name with a dot, to test sanitizing).
+//! name with a dot, to test sanitizing), `fail` (an isError result), `grow`
+//! (lists `extra` from then on and sends `notifications/tools/list_changed`).
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
-use rmcp::{ErrorData, ServerHandler, schemars, tool, tool_handler, tool_router};
+use rmcp::model::{
+    CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
 
 /// A 1x1 transparent PNG.
 pub const TINY_PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -66,6 +72,8 @@ pub struct TestServer {
     tool_router: ToolRouter<Self>,
     notes: Arc<Mutex<BTreeMap<String, String>>>,
     can_exit: bool,
+    /// Whether `grow` was called: only then is `extra` listed.
+    grown: Arc<AtomicBool>,
 }
 
 impl TestServer {
@@ -75,6 +83,7 @@ impl TestServer {
             tool_router: Self::tool_router(),
             notes: Default::default(),
             can_exit: true,
+            grown: Default::default(),
         }
     }
 
@@ -84,6 +93,7 @@ impl TestServer {
             tool_router: Self::tool_router(),
             notes: Default::default(),
             can_exit: false,
+            grown: Default::default(),
         }
     }
 }
@@ -163,6 +173,30 @@ impl TestServer {
     }
 
     #[tool(
+        description = "Offer one more tool (`extra`) and tell the client",
+        annotations(read_only_hint = false, destructive_hint = false)
+    )]
+    async fn grow(
+        &self,
+        Parameters(_): Parameters<NoArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> String {
+        self.grown.store(true, Ordering::SeqCst);
+        match ctx.peer.notify_tool_list_changed().await {
+            Ok(()) => "grown".to_owned(),
+            Err(e) => format!("could not notify: {e}"),
+        }
+    }
+
+    #[tool(
+        description = "Listed only after `grow`",
+        annotations(read_only_hint = true)
+    )]
+    fn extra(&self, Parameters(_): Parameters<NoArgs>) -> String {
+        "extra tool".to_owned()
+    }
+
+    #[tool(
         description = "Fail as a tool (isError)",
         annotations(read_only_hint = true)
     )]
@@ -174,6 +208,26 @@ impl TestServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let grown = self.grown.load(Ordering::SeqCst);
+        let tools = self
+            .tool_router
+            .list_all()
+            .into_iter()
+            .filter(|t| grown || t.name != "extra")
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 }
