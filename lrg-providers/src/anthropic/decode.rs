@@ -635,6 +635,17 @@ mod tests {
         let e = r.unwrap_err();
         assert!(e.is_transient(), "{e}");
         assert!(e.to_string().contains("Overloaded"));
+        let (_, r) = run(&[
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+        ]);
+        assert!(matches!(
+            r.unwrap_err(),
+            ProviderError::ContextOverflow { .. }
+        ));
+        let (_, r) = run(&[
+            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+        ]);
+        assert!(matches!(r.unwrap_err(), ProviderError::Auth { .. }));
     }
 
     #[test]

@@ -577,6 +577,14 @@ mod tests {
             r#"{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}"#,
         ]);
         assert!(matches!(r.unwrap_err(), ProviderError::BadRequest { .. }));
+        let (_, r) = run(&[
+            r#"{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":5}}"#,
+        ]);
+        let e = r.unwrap_err();
+        assert!(
+            matches!(e, ProviderError::BadRequest { .. }) && e.to_string().contains("SAFETY"),
+            "{e}"
+        );
     }
 
     #[test]
