@@ -395,7 +395,7 @@ async fn max_steps_exhausted() {
     let model = ScriptedModel::new(turns);
     let tools = TestTools::new();
     let session = ChatSession::builder(Arc::new(FixedModel::new(model.clone())))
-        .tools(tools.clone())
+        .tools(tools.host.clone())
         .max_steps(3)
         .build();
     assert_eq!(
@@ -409,7 +409,7 @@ async fn max_steps_exhausted() {
 
 #[tokio::test]
 async fn invalid_arguments_go_back_to_the_model() {
-    let (session, model, _) = new_session(vec![
+    let (session, model, tools) = new_session(vec![
         calls(&[("read_note", json!({"title": "todo"}))]),
         calls(&[("read_note", json!({"name": "todo"}))]),
         reply("Milk."),
@@ -423,7 +423,18 @@ async fn invalid_arguments_go_back_to_the_model() {
     let Part::ToolResult(error) = &model.requests()[1].messages[2].parts[0] else {
         panic!()
     };
-    assert!(error.is_error && error.text_content().contains("`name` is required"));
+    assert!(error.is_error, "{error:?}");
+    assert!(
+        error
+            .text_content()
+            .contains("Expected arguments: name (required): string"),
+        "the host repeats what the schema expects: {error:?}"
+    );
+    assert_eq!(
+        tools.calls().len(),
+        1,
+        "the invalid call never reached the function"
+    );
     assert_pairing(&session);
     snapshot!(log(&session));
 }
@@ -483,7 +494,7 @@ async fn system_prompt_is_built_every_turn() {
     let counter = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let c = counter.clone();
     let session = ChatSession::builder(Arc::new(FixedModel::new(model.clone())))
-        .tools(TestTools::new())
+        .tools(TestTools::new().host.clone())
         .system_prompt_fn(move |info, tools| {
             let n = c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Some(format!(
@@ -602,4 +613,62 @@ async fn usage_teaches_the_overhead() {
         usage,
         &json!({"seq": 3, "type": "usage", "prompt_tokens": 1234, "completion_tokens": 2, "context_window": 8192})
     );
+}
+
+struct PanickingTools;
+
+impl lrg_chat::tools::Tools for PanickingTools {
+    fn list(
+        &self,
+    ) -> futures::future::BoxFuture<
+        '_,
+        Result<Vec<lrg_providers::ToolSpec>, lrg_chat::tools::ToolsError>,
+    > {
+        Box::pin(async { Ok(session_support::test_specs()) })
+    }
+
+    fn call<'a>(
+        &'a self,
+        _name: &'a str,
+        _arguments: serde_json::Value,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> futures::future::BoxFuture<'a, lrg_chat::tools::ToolOutput> {
+        Box::pin(async { panic!("tool bug") })
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_tool_fails_the_turn_but_not_the_session() {
+    let model = ScriptedModel::new(vec![
+        calls(&[
+            ("read_note", json!({"name": "a"})),
+            ("read_note", json!({"name": "b"})),
+        ]),
+        reply("recovered"),
+    ]);
+    let session = ChatSession::builder(Arc::new(FixedModel::new(model)))
+        .tools(Arc::new(PanickingTools))
+        .build();
+    let outcome = finish(session.send("go").unwrap()).await;
+    assert_eq!(
+        outcome,
+        TurnOutcome::Failed {
+            error: "internal error while working on the message: tool bug".into()
+        }
+    );
+    assert!(!session.is_busy());
+    assert_pairing(&session);
+    assert_eq!(
+        session.history().len(),
+        3,
+        "user, calls, error results for both"
+    );
+    // The session goes on.
+    assert_eq!(
+        finish(session.send("again").unwrap()).await,
+        TurnOutcome::Completed {
+            text: "recovered".into()
+        }
+    );
+    assert_pairing(&session);
 }

@@ -27,8 +27,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
+use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use lrg_providers::{Image, Message, ModelInfo, Part, RetryPolicy, Role, ToolSpec};
+use lrg_providers::{Image, Message, ModelInfo, Part, RetryPolicy, Role, ToolResult, ToolSpec};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -424,9 +425,29 @@ impl ChatSession {
         let shared = self.shared.clone();
         let task = runtime.spawn(async move {
             let note_stop = matches!(work, Work::Message);
-            let outcome = match work {
-                Work::Message => run::run_message(&shared, &cancel).await,
-                Work::Compact => compact::run_compact(&shared, &cancel).await,
+            let work = async {
+                match work {
+                    Work::Message => run::run_message(&shared, &cancel).await,
+                    Work::Compact => compact::run_compact(&shared, &cancel).await,
+                }
+            };
+            // A panicking tool or model (code the app plugs in) must not leave
+            // the session busy forever with a call that has no result.
+            let outcome = match std::panic::AssertUnwindSafe(work).catch_unwind().await {
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    let error = format!("internal error while working on the message: {what}");
+                    shared.publish(Event::Error {
+                        message: error.clone(),
+                        kind: "internal".into(),
+                    });
+                    TurnOutcome::Failed { error }
+                }
             };
             finish(&shared, &outcome, note_stop);
             outcome
@@ -501,6 +522,40 @@ impl ChatSession {
     }
 }
 
+/// Give every call of the last assistant message that has no result an
+/// error result (only after a panic cut the loop short), so the history stays
+/// one every model API accepts.
+fn answer_unanswered(history: &mut Vec<Message>) {
+    let Some(last_call) = history
+        .iter()
+        .rposition(|m| m.role == Role::Assistant && m.tool_calls().next().is_some())
+    else {
+        return;
+    };
+    let answered: HashSet<&str> = history[last_call + 1..]
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| match p {
+            Part::ToolResult(r) => Some(r.call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let missing: Vec<ToolResult> = history[last_call]
+        .tool_calls()
+        .filter(|c| !answered.contains(c.id.as_str()))
+        .map(|c| {
+            ToolResult::text(
+                c,
+                "Not run: the session failed before this call could run.",
+                true,
+            )
+        })
+        .collect();
+    if !missing.is_empty() {
+        history.push(Message::tool_results(missing));
+    }
+}
+
 enum Work {
     Message,
     Compact,
@@ -509,6 +564,7 @@ enum Work {
 /// Bookkeeping when a message ends: the stop note, denied approvals, busy off.
 fn finish(shared: &Shared, outcome: &TurnOutcome, note_stop: bool) {
     let mut state = shared.lock();
+    answer_unanswered(&mut state.history);
     if *outcome == TurnOutcome::Stopped {
         if note_stop {
             state.history.push(Message::assistant(STOPPED_NOTE));

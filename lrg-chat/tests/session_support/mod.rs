@@ -6,36 +6,146 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use lrg_chat::events::{Event, LogEntry, Subscription};
 use lrg_chat::session::tool_pairing_errors;
-use lrg_chat::tools::{ToolOutput, Tools, ToolsError};
+use lrg_chat::tools::ToolHost;
 use lrg_chat::{ChatSession, FixedModel, Permissions};
 use lrg_providers::{
     Image, Part, RetryPolicy, ScriptedCall, ScriptedModel, ScriptedTurn, ToolAnnotations, ToolSpec,
 };
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
 /// How long any wait in a test may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(10);
 
-/// A tool set for the loop: a read tool, a change tool, a destructive bulk
-/// tool, a tool that runs until the test lets it finish, and one that returns
-/// an image. Records every call it runs.
+/// The tools of these tests: Rust functions on a real [`ToolHost`] (so the
+/// host's argument checking is exercised too): a read tool, a change tool, a
+/// destructive bulk tool, a read tool that runs until the test lets it
+/// finish, and one that returns an image. Records every call that ran.
 pub struct TestTools {
-    calls: Mutex<Vec<(String, Value)>>,
+    /// The host the session calls.
+    pub host: Arc<ToolHost>,
+    calls: Arc<Mutex<Vec<(String, Value)>>>,
     /// `slow_search` holds until the test adds a permit.
-    pub gate: Semaphore,
+    pub gate: Arc<Semaphore>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NoteName {
+    /// Which note.
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Rename {
+    /// The note's name now.
+    from: String,
+    /// Its new name.
+    to: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Ids {
+    /// Notes to delete.
+    ids: Vec<i64>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+fn annotations(read_only: Option<bool>, destructive: Option<bool>) -> ToolAnnotations {
+    ToolAnnotations {
+        read_only_hint: read_only,
+        destructive_hint: destructive,
+        ..Default::default()
+    }
 }
 
 impl TestTools {
     pub fn new() -> Arc<Self> {
-        Arc::new(Self {
-            calls: Mutex::default(),
-            gate: Semaphore::new(0),
-        })
+        let host = Arc::new(ToolHost::new());
+        let calls: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+        let gate = Arc::new(Semaphore::new(0));
+        let log = calls.clone();
+        host.add_fn(
+            "read_note",
+            "Read a note by name.",
+            annotations(Some(true), None),
+            move |a: NoteName| {
+                log.lock()
+                    .unwrap()
+                    .push(("read_note".into(), json!({"name": a.name})));
+                async move { Ok::<_, String>(format!("note {}: buy milk", a.name)) }
+            },
+        )
+        .unwrap();
+        let log = calls.clone();
+        host.add_fn(
+            "rename_note",
+            "Rename a note.",
+            annotations(Some(false), Some(false)),
+            move |a: Rename| {
+                log.lock()
+                    .unwrap()
+                    .push(("rename_note".into(), json!({"from": a.from, "to": a.to})));
+                async move { Ok::<_, String>("renamed".to_string()) }
+            },
+        )
+        .unwrap();
+        let log = calls.clone();
+        host.add_fn(
+            "delete_notes",
+            "Delete notes by id.",
+            annotations(None, None),
+            move |a: Ids| {
+                log.lock()
+                    .unwrap()
+                    .push(("delete_notes".into(), json!({"ids": a.ids})));
+                async move { Ok::<_, String>(format!("deleted {} notes", a.ids.len())) }
+            },
+        )
+        .unwrap();
+        let log = calls.clone();
+        let g = gate.clone();
+        host.add_fn(
+            "slow_search",
+            "Search slowly.",
+            annotations(Some(true), None),
+            move |_: Nothing| {
+                log.lock().unwrap().push(("slow_search".into(), json!({})));
+                let gate = g.clone();
+                async move {
+                    match tokio::time::timeout(WAIT, gate.acquire()).await {
+                        Ok(Ok(_)) => Ok("found it".to_string()),
+                        _ => Err("the test never opened the gate"),
+                    }
+                }
+            },
+        )
+        .unwrap();
+        let log = calls.clone();
+        host.add_fn(
+            "snapshot",
+            "Take a picture.",
+            annotations(Some(true), None),
+            move |_: Nothing| {
+                log.lock().unwrap().push(("snapshot".into(), json!({})));
+                async move {
+                    Ok::<_, String>(vec![
+                        Part::text("a picture"),
+                        Part::Image(Image {
+                            mime: "image/png".into(),
+                            data: bytes::Bytes::from_static(b"\x89PNG"),
+                        }),
+                    ])
+                }
+            },
+        )
+        .unwrap();
+        Arc::new(Self { host, calls, gate })
     }
 
     /// Calls that ran, in order.
@@ -44,114 +154,23 @@ impl TestTools {
     }
 }
 
-fn spec(
-    name: &str,
-    description: &str,
-    read_only: Option<bool>,
-    destructive: Option<bool>,
-    schema: Value,
-) -> ToolSpec {
-    ToolSpec {
-        name: name.into(),
-        description: description.into(),
-        input_schema: schema,
-        annotations: ToolAnnotations {
-            read_only_hint: read_only,
-            destructive_hint: destructive,
-            ..Default::default()
-        },
-    }
-}
-
+/// Specs shaped like the test tools, for hand-written `Tools` impls.
 pub fn test_specs() -> Vec<ToolSpec> {
-    vec![
-        spec(
-            "read_note",
-            "Read a note by name.",
-            Some(true),
-            None,
-            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-        ),
-        spec(
-            "rename_note",
-            "Rename a note.",
-            Some(false),
-            Some(false),
-            json!({"type": "object", "properties": {"from": {"type": "string"}, "to": {"type": "string"}}, "required": ["from", "to"]}),
-        ),
-        spec(
-            "delete_notes",
-            "Delete notes by id.",
-            None,
-            None,
-            json!({"type": "object", "properties": {"ids": {"type": "array", "items": {"type": "integer"}}}, "required": ["ids"]}),
-        ),
-        spec(
-            "slow_search",
-            "Search slowly.",
-            Some(true),
-            None,
-            json!({"type": "object"}),
-        ),
-        spec(
-            "snapshot",
-            "Take a picture.",
-            Some(true),
-            None,
-            json!({"type": "object"}),
-        ),
+    [
+        "read_note",
+        "rename_note",
+        "delete_notes",
+        "slow_search",
+        "snapshot",
     ]
-}
-
-impl Tools for TestTools {
-    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolsError>> {
-        Box::pin(async { Ok(test_specs()) })
-    }
-
-    fn call<'a>(
-        &'a self,
-        name: &'a str,
-        arguments: Value,
-        _cancel: CancellationToken,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            self.calls
-                .lock()
-                .unwrap()
-                .push((name.to_string(), arguments.clone()));
-            match name {
-                "read_note" => match arguments.get("name").and_then(Value::as_str) {
-                    Some(n) => ToolOutput::text(format!("note {n}: buy milk")),
-                    None => ToolOutput::error(
-                        "invalid arguments: `name` is required, a string (expected {\"name\": string})",
-                    ),
-                },
-                "rename_note" => ToolOutput::text("renamed"),
-                "delete_notes" => match arguments.get("ids").and_then(Value::as_array) {
-                    Some(ids) => ToolOutput::text(format!("deleted {} notes", ids.len())),
-                    None => ToolOutput::error(
-                        "invalid arguments: `ids` is required, an array of integers",
-                    ),
-                },
-                "slow_search" => match tokio::time::timeout(WAIT, self.gate.acquire()).await {
-                    Ok(Ok(_)) => ToolOutput::text("found it"),
-                    _ => ToolOutput::error("gate never opened"),
-                },
-                "snapshot" => ToolOutput {
-                    parts: vec![
-                        Part::text("a picture"),
-                        Part::Image(Image {
-                            mime: "image/png".into(),
-                            data: bytes::Bytes::from_static(b"\x89PNG"),
-                        }),
-                    ],
-                    is_error: false,
-                    warning: None,
-                },
-                other => ToolOutput::error(format!("no tool {other}")),
-            }
-        })
-    }
+    .into_iter()
+    .map(|name| ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        input_schema: json!({"type": "object"}),
+        annotations: annotations(Some(true), None),
+    })
+    .collect()
 }
 
 /// A scripted turn that calls tools.
@@ -189,7 +208,7 @@ pub fn session_with(
     let model = ScriptedModel::new(turns);
     let tools = TestTools::new();
     let session = ChatSession::builder(Arc::new(FixedModel::new(model.clone())))
-        .tools(tools.clone())
+        .tools(tools.host.clone())
         .permissions(permissions)
         .retry(RetryPolicy {
             max_retries: 2,
