@@ -386,6 +386,58 @@ async fn several_tool_calls_then_results_go_back_paired() {
     insta::assert_json_snapshot!("second_turn_request", body);
 }
 
+/// A history the API would refuse is repaired: a call without a result gets
+/// one saying so, a result without its call goes as text; tool schemas are
+/// shaped (refs inlined, no top-level oneOf).
+#[tokio::test]
+async fn unpaired_history_is_repaired_and_schemas_are_portable() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        stream_ok(sse(&[chunk(json!({"content": "ok"})), finish("stop")])),
+    )
+    .await;
+    let call = |id: &str| ToolCall {
+        id: id.into(),
+        name: "get_time".into(),
+        arguments: json!({}),
+    };
+    let messages = vec![
+        Message::user("time?"),
+        Message {
+            role: Role::Assistant,
+            parts: vec![
+                Part::ToolCall(call("call_a")),
+                Part::ToolCall(call("call_b")),
+            ],
+        },
+        Message::tool_results([ToolResult::text(&call("call_b"), "12:00", false)]),
+        Message::tool_results([ToolResult::text(&call("call_gone"), "11:00", false)]),
+        Message::user("and now?"),
+    ];
+    let tool = ToolSpec {
+        name: "touch".into(),
+        description: "Touch photos by set or ids".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"set": {"$ref": "#/$defs/set"}, "ids": {"type": "array", "items": {"type": "integer"}}},
+            "oneOf": [{"required": ["set"]}, {"required": ["ids"]}],
+            "$defs": {"set": {"type": "string", "enum": ["all", "picked"]}}
+        }),
+        annotations: Default::default(),
+    };
+    let request = TurnRequest {
+        messages,
+        tools: vec![tool],
+        ..Default::default()
+    };
+    turn(&openai(&server.uri()), request).await.unwrap();
+    let body = bodies(&server).await.remove(0);
+    let text = body.to_string();
+    assert!(!text.contains("$ref") && !text.contains("oneOf"), "{text}");
+    insta::assert_json_snapshot!("repaired_history_request", body);
+}
+
 #[tokio::test]
 async fn openai_keeps_only_the_newest_four_images() {
     let server = MockServer::start().await;

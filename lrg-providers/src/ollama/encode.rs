@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::OllamaConfig;
 use crate::openai::decimal;
+use crate::schema::{SchemaTarget, portable_tool_schema};
 use crate::{Image, Message, Part, ProviderError, Role, ToolResult, ToolSpec, TurnRequest};
 
 /// Ollama's answer budget when neither the request nor the config sets one:
@@ -175,7 +176,15 @@ fn tool_spec(tool: &ToolSpec) -> Result<Value, ProviderError> {
     Ok(json!({"type": "function", "function": function}))
 }
 
-// TEMPORARY until `crate::schema::portable_tool_schema` lands.
+/// Ollama takes OpenAI-style function specs, so the schema is shaped as for
+/// OpenAI (refs inlined, no top-level `oneOf`/`anyOf`/`allOf`).
 fn tool_parameters(tool: &ToolSpec) -> Result<Value, ProviderError> {
-    Ok(tool.input_schema.clone())
+    portable_tool_schema(&tool.input_schema, SchemaTarget::OpenAi).map_err(|e| {
+        ProviderError::BadRequest {
+            message: format!(
+                "the input schema of tool `{}` cannot be sent to Ollama: {e}",
+                tool.name
+            ),
+        }
+    })
 }

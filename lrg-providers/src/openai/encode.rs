@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::OpenAiConfig;
 use crate::images::limit_images;
+use crate::schema::{SchemaTarget, portable_tool_schema};
 use crate::{
     Image, Message, Part, ProviderError, Role, ToolCall, ToolResult, ToolSpec, TurnRequest,
 };
@@ -26,33 +27,44 @@ pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Result<Value, Pro
     // A tool message carries text only: images a tool returned wait here and
     // follow in a user message right after the tool messages.
     let mut pending: Vec<Value> = Vec::new();
+    // Calls of the last assistant message still waiting for their result:
+    // the API refuses a request where one has none.
+    let mut open: Vec<&ToolCall> = Vec::new();
     for message in history.iter() {
         match message.role {
             Role::Assistant => {
+                close_open(&mut open, &mut messages);
                 flush_pending(&mut pending, &mut messages);
                 messages.push(assistant_message(message));
+                open = message.tool_calls().collect();
             }
             Role::User | Role::Tool => {
-                let mut content = Vec::new();
                 for part in &message.parts {
                     match part {
                         Part::ToolResult(result) => {
-                            messages.push(tool_message(result, &mut pending))
+                            match open.iter().position(|c| c.id == result.call_id) {
+                                Some(at) => {
+                                    open.remove(at);
+                                    messages.push(tool_message(result, &mut pending));
+                                }
+                                None => orphan_result(result, &mut pending),
+                            }
                         }
-                        Part::Text { text } => content.push(text_part(text)),
-                        Part::Image(image) => content.push(image_part(image)),
+                        Part::Text { text } => pending.push(text_part(text)),
+                        Part::Image(image) => pending.push(image_part(image)),
                         // Reasoning is not sent back; tool calls belong to
                         // assistant messages; these servers have no native parts.
                         Part::Reasoning { .. } | Part::ToolCall(_) | Part::Native(_) => {}
                     }
                 }
-                pending.extend(content);
                 if message.role == Role::User {
+                    close_open(&mut open, &mut messages);
                     flush_pending(&mut pending, &mut messages);
                 }
             }
         }
     }
+    close_open(&mut open, &mut messages);
     flush_pending(&mut pending, &mut messages);
 
     let mut body = Map::new();
@@ -84,6 +96,35 @@ pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Result<Value, Pro
         body.insert("temperature".into(), Value::from(decimal(t)));
     }
     Ok(Value::Object(body))
+}
+
+/// Text sent for a call the history has no result for.
+const MISSING_RESULT: &str = "No result was recorded for this call.";
+
+fn close_open(open: &mut Vec<&ToolCall>, messages: &mut Vec<Value>) {
+    for call in open.drain(..) {
+        messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": MISSING_RESULT}));
+    }
+}
+
+/// A result whose call is not in the assistant message before it (a trimmed
+/// history): the API would refuse it as a tool message, so it goes as text.
+fn orphan_result(result: &ToolResult, pending: &mut Vec<Value>) {
+    let mut text = format!(
+        "Result of {} (call {}): {}",
+        result.name,
+        result.call_id,
+        result.text_content()
+    );
+    if result.is_error {
+        text.push_str(" (the call failed)");
+    }
+    pending.push(text_part(&text));
+    for part in &result.parts {
+        if let Part::Image(image) = part {
+            pending.push(image_part(image));
+        }
+    }
 }
 
 fn flush_pending(pending: &mut Vec<Value>, messages: &mut Vec<Value>) {
@@ -198,9 +239,17 @@ fn tool_spec(tool: &ToolSpec) -> Result<Value, ProviderError> {
     Ok(json!({"type": "function", "function": function}))
 }
 
-// TEMPORARY until `crate::schema::portable_tool_schema` lands.
+/// The tool's schema in a form the API accepts (refs inlined, no top-level
+/// `oneOf`/`anyOf`/`allOf`).
 fn tool_parameters(tool: &ToolSpec) -> Result<Value, ProviderError> {
-    Ok(tool.input_schema.clone())
+    portable_tool_schema(&tool.input_schema, SchemaTarget::OpenAi).map_err(|e| {
+        ProviderError::BadRequest {
+            message: format!(
+                "the input schema of tool `{}` cannot be sent: {e}",
+                tool.name
+            ),
+        }
+    })
 }
 
 /// An `f32` setting as the decimal a person wrote (0.7, not 0.699999988).

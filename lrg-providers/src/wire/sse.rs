@@ -6,8 +6,8 @@ use super::{Frame, find_byte};
 /// event, comments (heartbeats) are skipped, `\r\n`, `\r`-free `\n` both work.
 #[derive(Debug, Default)]
 pub struct SseFramer {
+    /// The start of a line whose end has not arrived yet.
     buf: Vec<u8>,
-    scanned: usize,
     event: Option<String>,
     data: String,
     has_data: bool,
@@ -15,36 +15,44 @@ pub struct SseFramer {
 
 impl SseFramer {
     /// Feed bytes; complete events are appended to `out`.
-    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<Frame>) {
-        // Taken out so lines can be borrowed from it while `self` is updated.
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.extend_from_slice(bytes);
-        let mut start = 0;
-        while let Some(nl) = find_byte(&buf, self.scanned.max(start), b'\n') {
-            let mut line_end = nl;
-            if line_end > start && buf[line_end - 1] == b'\r' {
-                line_end -= 1;
-            }
-            let line = String::from_utf8_lossy(&buf[start..line_end]);
-            self.line(&line, out);
-            start = nl + 1;
+    pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<Frame>) {
+        // Lines are read straight from `bytes`; only a line cut by the chunk
+        // boundary is copied, so a long stream is not copied twice.
+        if !self.buf.is_empty() {
+            let Some(nl) = find_byte(bytes, 0, b'\n') else {
+                self.buf.extend_from_slice(bytes);
+                return;
+            };
+            let mut line = std::mem::take(&mut self.buf);
+            line.extend_from_slice(&bytes[..nl]);
+            self.raw_line(&line, out);
+            line.clear();
+            self.buf = line;
+            bytes = &bytes[nl + 1..];
         }
-        if start > 0 {
-            buf.drain(..start);
+        while let Some(nl) = find_byte(bytes, 0, b'\n') {
+            self.raw_line(&bytes[..nl], out);
+            bytes = &bytes[nl + 1..];
         }
-        self.scanned = buf.len();
-        self.buf = buf;
+        self.buf.extend_from_slice(bytes);
     }
 
     /// The body ended: dispatch an event left without its blank line.
     pub fn finish(&mut self, out: &mut Vec<Frame>) {
         if !self.buf.is_empty() {
             let rest = std::mem::take(&mut self.buf);
-            let line = String::from_utf8_lossy(&rest).into_owned();
-            self.line(line.trim_end_matches('\r'), out);
+            self.raw_line(&rest, out);
         }
-        self.scanned = 0;
         self.dispatch(out);
+    }
+
+    fn raw_line(&mut self, line: &[u8], out: &mut Vec<Frame>) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        // Valid UTF-8 is the rule; the lossy path (slow) only for the exception.
+        match std::str::from_utf8(line) {
+            Ok(text) => self.line(text, out),
+            Err(_) => self.line(&String::from_utf8_lossy(line), out),
+        }
     }
 
     fn line(&mut self, line: &str, out: &mut Vec<Frame>) {
@@ -108,6 +116,15 @@ mod tests {
         }
         let bytes: Vec<&[u8]> = body.chunks(1).collect();
         assert_eq!(frames(&bytes), whole);
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_and_a_line_may_span_many_chunks() {
+        let body: &[u8] = b"data: a\xffb\r\n\r\ndata: long line\n\n";
+        let one_byte: Vec<&[u8]> = body.chunks(1).collect();
+        let got = frames(&one_byte);
+        assert_eq!(got[0].data, "a\u{fffd}b");
+        assert_eq!(got[1].data, "long line");
     }
 
     #[test]
