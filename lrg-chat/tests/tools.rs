@@ -577,7 +577,10 @@ async fn http_server_gone_gives_error_and_warning_then_reconnects() {
         let out = call(&host, "echo", json!({"text": "2"})).await;
         assert!(out.is_error, "{out:?}");
         let warning = out.warning.unwrap();
-        assert!(warning.starts_with("tool server `web` could not be reached for `echo`"), "{warning}");
+        assert!(
+            warning.starts_with("tool server `web` could not be reached for `echo`"),
+            "{warning}"
+        );
 
         // The server comes back on the same address: the next call reconnects.
         let addr = url
@@ -746,6 +749,44 @@ async fn shutdown_and_drop_leave_no_process_behind() {
         );
     })
     .await;
+}
+
+/// Dropping the runtime before the host (a sync `main` that built its own
+/// runtime) neither panics nor leaves the server running.
+#[cfg(target_os = "linux")]
+#[test]
+fn dropping_the_runtime_first_still_stops_the_server() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (host, pid) = rt.block_on(within(async {
+        let host = host_with_stdio(ToolHostOptions::default()).await;
+        let pid: u32 = text_of(&call(&host, "pid", json!({})).await)
+            .parse()
+            .unwrap();
+        (host, pid)
+    }));
+    drop(rt);
+    drop(host);
+    // Killed; it may stay a zombie until this test binary exits, as nothing
+    // is left to reap it.
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(false)
+    };
+    for _ in 0..100 {
+        if !running() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the server process {pid} still runs");
 }
 
 #[test]

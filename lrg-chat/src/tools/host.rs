@@ -15,7 +15,7 @@ use lrg_providers::{ToolAnnotations, ToolSpec};
 use rmcp::{ServerHandler, ServiceExt as _};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpConfig, McpServerConfig};
@@ -24,7 +24,7 @@ use super::mcp::{
 };
 use super::names::{NameAllocator, is_valid_name};
 use super::rust_fn::FnTool;
-use super::validate::ArgumentCheck;
+use super::validate::{self, ArgumentCheck};
 use super::{ToolClass, ToolOutput, Tools, ToolsError};
 
 /// Timeouts of a [`ToolHost`].
@@ -524,7 +524,7 @@ impl ToolHost {
             Target::Fn(f) => &f.check,
             Target::Mcp { tool, .. } => &tool.check,
         };
-        let args = match normalize_arguments(arguments) {
+        let args = match validate::normalize_arguments(arguments) {
             Ok(a) => a,
             Err(original) => return ToolOutput::error(check.not_an_object(name, &original)),
         };
@@ -540,7 +540,7 @@ impl ToolHost {
         };
         let timeout = self.options.call_timeout;
         match &entry.target {
-            Target::Fn(f) => run_fn(name, f.start(Value::Object(args)), timeout).await,
+            Target::Fn(f) => f.call(Value::Object(args), timeout).await,
             Target::Mcp { server, tool } => {
                 match server.call(&tool.name, args, timeout, &cancel).await {
                     CallOutcome::Done(out) => out,
@@ -552,53 +552,6 @@ impl ToolHost {
                 }
             }
         }
-    }
-}
-
-/// Run a Rust tool on its own task, so a panic or a hang becomes an error
-/// result instead of taking the session down.
-async fn run_fn(name: &str, fut: BoxFuture<'static, ToolOutput>, timeout: Duration) -> ToolOutput {
-    let mut task = tokio::spawn(fut);
-    match tokio::time::timeout(timeout, &mut task).await {
-        Ok(Ok(out)) => out,
-        Ok(Err(join_error)) => {
-            let mut out = ToolOutput::error(format!(
-                "The tool `{name}` failed unexpectedly (it crashed)."
-            ));
-            let why = match join_error.try_into_panic() {
-                Ok(payload) => payload
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "no message".to_owned()),
-                Err(e) => e.to_string(),
-            };
-            out.warning = Some(format!("Rust tool `{name}` panicked: {why}"));
-            out
-        }
-        Err(_) => {
-            task.abort();
-            let secs = timeout.as_secs_f64();
-            let mut out = ToolOutput::error(format!(
-                "The tool `{name}` did not finish within {secs} s and was stopped; the call has no result."
-            ));
-            out.warning = Some(format!("Rust tool `{name}` timed out after {secs} s"));
-            out
-        }
-    }
-}
-
-/// Arguments as an object. `null` means none; a string holding a JSON
-/// object (a common slip of small models) is read as that object.
-fn normalize_arguments(arguments: Value) -> Result<Map<String, Value>, Value> {
-    match arguments {
-        Value::Object(m) => Ok(m),
-        Value::Null => Ok(Map::new()),
-        Value::String(s) => match serde_json::from_str::<Value>(&s) {
-            Ok(Value::Object(m)) => Ok(m),
-            _ => Err(Value::String(s)),
-        },
-        other => Err(other),
     }
 }
 

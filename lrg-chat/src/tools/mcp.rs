@@ -2,39 +2,33 @@
 //! HTTP or in-process), listing its tools, calling them, and reconnecting
 //! after the server died or hung.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, RwLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use lrg_providers::{ToolAnnotations, ToolSpec};
-#[cfg(unix)]
-use process_wrap::tokio::ProcessGroup;
-use process_wrap::tokio::{CommandWrap, KillOnDrop};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
 };
 use rmcp::service::NotificationContext;
 use rmcp::service::{RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt as _};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::ToolOutput;
+use super::child::{self, StderrTail};
 use super::config::{HttpServerConfig, McpServerConfig, StdioServerConfig};
 use super::content::output_from_mcp;
 use super::validate::ArgumentCheck;
 
-/// Lines of a child's stderr kept to explain why it failed.
-const STDERR_TAIL_LINES: usize = 12;
 /// How long a stopping server gets to exit before the next step (rmcp then
 /// escalates: close stdin, SIGTERM, SIGKILL).
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -112,9 +106,7 @@ pub(crate) struct McpServer {
     epochs: AtomicU64,
     /// Set by the server's `notifications/tools/list_changed`.
     tools_changed: Arc<AtomicBool>,
-    stderr_tail: Arc<StdMutex<VecDeque<String>>>,
-    /// Reads the child's stderr; ends when the child has exited.
-    stderr_reader: StdMutex<Option<JoinHandle<()>>>,
+    stderr: StderrTail,
     /// Background closes of replaced connections; awaited by shutdown.
     closing: StdMutex<Vec<JoinHandle<()>>>,
     connect_timeout: Duration,
@@ -144,8 +136,7 @@ impl McpServer {
             changes,
             epochs: AtomicU64::new(0),
             tools_changed: Arc::new(AtomicBool::new(false)),
-            stderr_tail: Arc::new(StdMutex::new(VecDeque::new())),
-            stderr_reader: StdMutex::new(None),
+            stderr: StderrTail::default(),
             closing: StdMutex::new(Vec::new()),
             connect_timeout,
         }
@@ -243,7 +234,7 @@ impl McpServer {
                 Ok((peer, epoch, silent))
             }
             Err(e) => {
-                self.stderr_settled().await;
+                self.stderr.settled().await;
                 let e = self.with_stderr(e);
                 *conn = Conn::Down;
                 self.set_problem(Some(e.clone()));
@@ -316,7 +307,7 @@ impl McpServer {
                 CallOutcome::Done(out)
             }
             Ok(Err(ServiceError::TransportClosed)) => {
-                self.stderr_settled().await;
+                self.stderr.settled().await;
                 let why = self.with_stderr("the connection ended during the call".to_owned());
                 self.mark_down(epoch, why.clone()).await;
                 CallOutcome::Failed(
@@ -332,7 +323,7 @@ impl McpServer {
                 )
             }
             Ok(Err(ServiceError::TransportSend(e))) => {
-                self.stderr_settled().await;
+                self.stderr.settled().await;
                 let why = self.with_stderr(root_cause(&e));
                 self.mark_down(epoch, why.clone()).await;
                 CallOutcome::Failed(
@@ -472,52 +463,9 @@ impl McpServer {
     }
 
     async fn connect_stdio(&self, cfg: &StdioServerConfig) -> Result<Client, String> {
-        let mut cmd = tokio::process::Command::new(&cfg.command);
-        cmd.args(&cfg.args).envs(&cfg.env);
-        if let Some(dir) = &cfg.cwd {
-            cmd.current_dir(dir);
-        }
-        let mut wrapped = CommandWrap::from(cmd);
-        // Its own process group, so that stopping the server also stops what
-        // it started (`npx` runs the real server as a grandchild); killed
-        // when dropped, so no path leaves it running.
-        #[cfg(unix)]
-        wrapped.wrap(ProcessGroup::leader());
-        wrapped.wrap(KillOnDrop);
-        let (transport, stderr) = TokioChildProcess::builder(wrapped)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                    " (is it installed and on PATH?)"
-                } else {
-                    ""
-                };
-                format!("cannot run `{}`: {e}{hint}", cfg.command)
-            })?;
-        if let Ok(mut tail) = self.stderr_tail.lock() {
-            tail.clear();
-        }
+        let (transport, stderr) = child::spawn(cfg)?;
         if let Some(stderr) = stderr {
-            let tail = self.stderr_tail.clone();
-            let name = self.name.clone();
-            // Server logs go to tracing, not to our terminal; the last lines
-            // are kept to explain a failure.
-            let reader = tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::debug!(server = %name, "{line}");
-                    if let Ok(mut t) = tail.lock() {
-                        if t.len() == STDERR_TAIL_LINES {
-                            t.pop_front();
-                        }
-                        t.push_back(line);
-                    }
-                }
-            });
-            if let Ok(mut r) = self.stderr_reader.lock() {
-                *r = Some(reader);
-            }
+            self.stderr.follow(&self.name, stderr);
         }
         self.client()
             .serve(transport)
@@ -525,36 +473,12 @@ impl McpServer {
             .map_err(|e| format!("MCP initialization failed: {e}"))
     }
 
-    /// Give the stderr reader a moment to read a dead child's last words:
-    /// the pipe to it breaks before its stderr has been drained.
-    async fn stderr_settled(&self) {
-        let reader = self.stderr_reader.lock().ok().and_then(|mut r| r.take());
-        if let Some(reader) = reader {
-            let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
-        }
-    }
-
-    /// `message`, followed by the last lines the child wrote to stderr.
+    /// `message`, followed by what a child process wrote to stderr last.
     fn with_stderr(&self, message: String) -> String {
-        if !matches!(self.connector, Connector::Config(McpServerConfig::Stdio(_))) {
-            return message;
+        match self.connector {
+            Connector::Config(McpServerConfig::Stdio(_)) => self.stderr.append_to(message),
+            _ => message,
         }
-        let tail: Vec<String> = match self.stderr_tail.lock() {
-            Ok(t) => t.iter().cloned().collect(),
-            Err(_) => Vec::new(),
-        };
-        if tail.is_empty() {
-            return message;
-        }
-        let mut text = tail.join("\n");
-        if text.len() > 800 {
-            let cut = text.len() - 800;
-            let cut = (cut..text.len())
-                .find(|i| text.is_char_boundary(*i))
-                .unwrap_or(text.len());
-            text = format!("…{}", &text[cut..]);
-        }
-        format!("{message}; its last output:\n{text}")
     }
 }
 

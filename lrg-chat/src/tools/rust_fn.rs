@@ -4,6 +4,7 @@
 use std::fmt::Display;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
@@ -110,8 +111,37 @@ impl FnTool {
         })
     }
 
-    /// Start the function; the future owns everything it needs.
-    pub(crate) fn start(&self, args: Value) -> BoxFuture<'static, ToolOutput> {
-        (self.run)(args)
+    /// Run the function on its own task, so that a panic or a hang becomes
+    /// an error result (with a warning) instead of taking the session down.
+    pub(crate) async fn call(&self, args: Value, timeout: Duration) -> ToolOutput {
+        let name = self.spec.name.as_str();
+        let mut task = tokio::spawn((self.run)(args));
+        match tokio::time::timeout(timeout, &mut task).await {
+            Ok(Ok(out)) => out,
+            Ok(Err(join_error)) => {
+                let why = match join_error.try_into_panic() {
+                    Ok(payload) => payload
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "no message".to_owned()),
+                    Err(e) => e.to_string(),
+                };
+                let mut out = ToolOutput::error(format!(
+                    "The tool `{name}` failed unexpectedly (it crashed)."
+                ));
+                out.warning = Some(format!("Rust tool `{name}` panicked: {why}"));
+                out
+            }
+            Err(_) => {
+                task.abort();
+                let secs = timeout.as_secs_f64();
+                let mut out = ToolOutput::error(format!(
+                    "The tool `{name}` did not finish within {secs} s and was stopped; the call has no result."
+                ));
+                out.warning = Some(format!("Rust tool `{name}` timed out after {secs} s"));
+                out
+            }
+        }
     }
 }

@@ -113,6 +113,20 @@ impl ArgumentCheck {
     }
 }
 
+/// Arguments as an object. `null` means none; a string holding a JSON
+/// object (a common slip of small models) is read as that object.
+pub(crate) fn normalize_arguments(arguments: Value) -> Result<Map<String, Value>, Value> {
+    match arguments {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(Map::new()),
+        Value::String(s) => match serde_json::from_str::<Value>(&s) {
+            Ok(Value::Object(m)) => Ok(m),
+            _ => Err(Value::String(s)),
+        },
+        other => Err(other),
+    }
+}
+
 fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_owned();
