@@ -242,14 +242,40 @@ impl Shaper {
                 ));
             }
         };
+        let mut undeclared = Vec::new();
         if let Some(required) = map.remove("required") {
             let names = string_list(&required, path, "required")?;
+            if let Some(properties) = &properties {
+                undeclared.extend(
+                    names
+                        .iter()
+                        .filter(|name| !properties.contains_key(**name))
+                        .map(|name| (*name).to_owned()),
+                );
+            }
             if !names.is_empty() {
                 out.insert("required".to_owned(), required);
             }
         }
         let additional = map.remove("additionalProperties");
-        if let Some(properties) = properties {
+        if let Some(mut properties) = properties {
+            // A required name the schema forgot to declare was allowed as an
+            // additional property; closing the object must not make it impossible.
+            let value = match &additional {
+                Some(Value::Bool(false)) => None,
+                Some(schema @ Value::Object(_)) => Some(self.shape(
+                    schema.clone(),
+                    &path.key("additionalProperties"),
+                    depth + 1,
+                    Position::Value,
+                )?),
+                _ => Some(self.any_value()),
+            };
+            if let Some(value) = value {
+                for name in undeclared {
+                    properties.insert(name, value.clone());
+                }
+            }
             out.insert("properties".to_owned(), Value::Object(properties));
             out.insert("additionalProperties".to_owned(), Value::Bool(false));
             return Ok(());

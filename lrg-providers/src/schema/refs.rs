@@ -20,6 +20,11 @@ pub(crate) const MAX_NODES: usize = 100_000;
 
 /// Returns `schema` with every `$ref` inlined and `$defs`/`definitions` removed.
 pub(crate) fn inline_refs(schema: &Value) -> Result<Value, SchemaError> {
+    if !mentions_refs(schema) {
+        // Most tool schemas have no references: a plain copy is several times
+        // faster than rebuilding them key by key.
+        return Ok(schema.clone());
+    }
     let mut inliner = Inliner {
         root: schema,
         active: vec![String::new()],
@@ -199,6 +204,32 @@ fn merge_siblings(
         target.insert(keyword, value);
     }
     Ok(Value::Object(target))
+}
+
+/// Whether any object in `value` has a key that inlining acts on. A property
+/// that happens to be named `$ref` only costs the slow path.
+fn mentions_refs(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                let acts = [
+                    "$ref",
+                    "$dynamicRef",
+                    "$recursiveRef",
+                    "$defs",
+                    "definitions",
+                ];
+                if acts.iter().any(|key| map.contains_key(*key)) {
+                    return true;
+                }
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Counts the JSON values in `value`, without recursion.
