@@ -1,0 +1,338 @@
+//! Streaming throughput of the provider decoders, and of `OpenAiChat` end to
+//! end against a local fake server streaming 100k deltas, side by side with
+//! async-openai, genai and a floor ("read bytes, split SSE lines,
+//! `serde_json::from_slice` each frame") on the very same stream.
+//!
+//! Run: `cargo bench -p lrg-benches --bench providers`. The numbers to read
+//! are the ratios between the lines of one group, not the absolute times.
+#![allow(missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: a failure to set up should stop it loudly
+
+use std::convert::Infallible;
+use std::hint::black_box;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use futures::StreamExt as _;
+use lrg_providers::ollama::OllamaDecoder;
+use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig, OpenAiDecoder};
+use lrg_providers::wire::{Decoder, Frame, NdjsonFramer, SseFramer};
+use lrg_providers::{ApiKey, ChatModel, Message, TurnEvent, TurnRequest};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+/// Deltas per streamed answer.
+const DELTAS: usize = 100_000;
+/// Events per network write: a server flushing every few tokens.
+const EVENTS_PER_WRITE: usize = 8;
+
+const WORDS: &[&str] = &[
+    " The", " model", " streams", " tokens", " one", " at", " a", " time", ",", " and", " each", " arrives", " as", " its",
+    " own", " event", ".", "\n\n", " It", " may", " say", " \"quoted\"", " things", " or", " use", " émojis", " 🙂", " and",
+    " tabs\t", " too", ":", " `code`", " {braces}",
+];
+
+fn word(i: usize) -> &'static str {
+    WORDS[i % WORDS.len()]
+}
+
+/// One OpenAI streaming chunk, as api.openai.com writes it (with
+/// `stream_options.include_usage`, every chunk carries `"usage":null`).
+fn openai_chunk(delta: &serde_json::Value, finish: Option<&str>) -> String {
+    let chunk = serde_json::json!({
+        "id": "chatcmpl-BQx8b1Yt0aZ5fXg3E7h2kLmNoPqRs", "object": "chat.completion.chunk", "created": 1745877123,
+        "model": "gpt-4.1-2025-04-14", "service_tier": "default", "system_fingerprint": "fp_b38e740b47",
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+        "usage": null, "obfuscation": "k2Xr"
+    });
+    format!("data: {chunk}\n\n")
+}
+
+/// The whole answer, in network-sized writes.
+fn openai_stream() -> Vec<Bytes> {
+    let mut events = Vec::with_capacity(DELTAS + 4);
+    events.push(openai_chunk(&serde_json::json!({"role": "assistant", "content": "", "refusal": null}), None));
+    for i in 0..DELTAS {
+        events.push(openai_chunk(&serde_json::json!({"content": word(i)}), None));
+    }
+    events.push(openai_chunk(&serde_json::json!({}), Some("stop")));
+    let usage = serde_json::json!({
+        "id": "chatcmpl-BQx8b1Yt0aZ5fXg3E7h2kLmNoPqRs", "object": "chat.completion.chunk", "created": 1745877123,
+        "model": "gpt-4.1-2025-04-14", "choices": [],
+        "usage": {"prompt_tokens": 19, "completion_tokens": DELTAS, "total_tokens": DELTAS + 19}
+    });
+    events.push(format!("data: {usage}\n\n"));
+    events.push("data: [DONE]\n\n".to_string());
+    events.chunks(EVENTS_PER_WRITE).map(|c| Bytes::from(c.concat())).collect()
+}
+
+fn ollama_stream() -> Vec<Bytes> {
+    let mut lines = Vec::with_capacity(DELTAS + 1);
+    for i in 0..DELTAS {
+        let line = serde_json::json!({
+            "model": "qwen3:8b", "created_at": "2025-06-01T10:00:00.123456789Z",
+            "message": {"role": "assistant", "content": word(i)}, "done": false
+        });
+        lines.push(format!("{line}\n"));
+    }
+    let done = serde_json::json!({
+        "model": "qwen3:8b", "created_at": "2025-06-01T10:00:09.123456789Z", "message": {"role": "assistant", "content": ""},
+        "done": true, "done_reason": "stop", "total_duration": 9_123_456_789_u64, "load_duration": 12_345_678,
+        "prompt_eval_count": 19, "prompt_eval_duration": 23_456_789, "eval_count": DELTAS, "eval_duration": 9_000_000_000_u64
+    });
+    lines.push(format!("{done}\n"));
+    lines.chunks(EVENTS_PER_WRITE).map(|c| Bytes::from(c.concat())).collect()
+}
+
+// ---- the floor: the least a client can do with such a stream ----
+
+#[derive(Deserialize)]
+struct FloorChunk {
+    #[serde(default)]
+    choices: Vec<FloorChoice>,
+}
+
+#[derive(Deserialize)]
+struct FloorChoice {
+    #[serde(default)]
+    delta: FloorDelta,
+}
+
+#[derive(Deserialize, Default)]
+struct FloorDelta {
+    #[serde(default)]
+    content: Option<String>,
+}
+
+/// Splits SSE lines and parses each `data:` line into the smallest typed
+/// struct that yields the text; returns the number of text deltas.
+#[derive(Default)]
+struct Floor {
+    buf: Vec<u8>,
+    deltas: usize,
+}
+
+impl Floor {
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        let mut start = 0;
+        while let Some(nl) = self.buf[start..].iter().position(|&b| b == b'\n') {
+            let line = &self.buf[start..start + nl];
+            if let Some(data) = line.strip_prefix(b"data: ")
+                && data != b"[DONE]"
+            {
+                let chunk: FloorChunk = serde_json::from_slice(data).unwrap();
+                for choice in chunk.choices {
+                    if let Some(text) = choice.delta.content
+                        && !text.is_empty()
+                    {
+                        black_box(text);
+                        self.deltas += 1;
+                    }
+                }
+            }
+            start += nl + 1;
+        }
+        self.buf.drain(..start);
+    }
+}
+
+// ---- decoders alone ----
+
+fn count_text(events: &mut Vec<TurnEvent>) -> usize {
+    let n = events.iter().filter(|e| matches!(e, TurnEvent::TextDelta { .. })).count();
+    black_box(&events);
+    events.clear();
+    n
+}
+
+fn decode_openai(chunks: &[Bytes]) -> usize {
+    let mut framer = SseFramer::default();
+    let mut decoder = OpenAiDecoder::new(Dialect::OPENAI.reasoning_fields, &[]);
+    let (mut frames, mut events, mut deltas) = (Vec::<Frame>::new(), Vec::new(), 0);
+    for chunk in chunks {
+        framer.push(chunk, &mut frames);
+        for frame in frames.drain(..) {
+            decoder.decode(&frame, &mut events).unwrap();
+        }
+        deltas += count_text(&mut events);
+    }
+    framer.finish(&mut frames);
+    decoder.finish(&mut events).unwrap();
+    deltas + count_text(&mut events)
+}
+
+fn decode_ollama(chunks: &[Bytes]) -> usize {
+    let mut framer = NdjsonFramer::default();
+    let mut decoder = OllamaDecoder::new(&[]);
+    let (mut frames, mut events, mut deltas) = (Vec::<Frame>::new(), Vec::new(), 0);
+    for chunk in chunks {
+        framer.push(chunk, &mut frames);
+        for frame in frames.drain(..) {
+            decoder.decode(&frame, &mut events).unwrap();
+        }
+        deltas += count_text(&mut events);
+    }
+    framer.finish(&mut frames);
+    decoder.finish(&mut events).unwrap();
+    deltas + count_text(&mut events)
+}
+
+fn decoders(c: &mut Criterion) {
+    let openai = openai_stream();
+    let ollama = ollama_stream();
+    assert_eq!(decode_openai(&openai), DELTAS);
+    assert_eq!(decode_ollama(&ollama), DELTAS);
+    let mut group = c.benchmark_group("decode_100k_deltas");
+    group.sample_size(20).measurement_time(Duration::from_secs(8)).throughput(Throughput::Elements(DELTAS as u64));
+    group.bench_function("lrg_openai_sse", |b| b.iter(|| decode_openai(black_box(&openai))));
+    group.bench_function("floor_sse_split_from_slice", |b| {
+        b.iter(|| {
+            let mut floor = Floor::default();
+            for chunk in black_box(&openai) {
+                floor.push(chunk);
+            }
+            assert_eq!(floor.deltas, DELTAS);
+        })
+    });
+    group.bench_function("lrg_ollama_ndjson", |b| b.iter(|| decode_ollama(black_box(&ollama))));
+    group.finish();
+}
+
+// ---- end to end against a local fake server ----
+
+/// Serves the recorded stream at `/v1/chat/completions` on its own runtime
+/// and thread, so the server does not share the clients' executor.
+fn fake_server(chunks: Vec<Bytes>) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move || {
+                    let chunks = chunks.clone();
+                    async move {
+                        let body = axum::body::Body::from_stream(futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>)));
+                        ([("content-type", "text/event-stream")], body)
+                    }
+                }),
+            );
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+async fn via_lrg(model: &OpenAiChat) -> usize {
+    let request = TurnRequest { messages: vec![Message::user("Write a long story.")], ..Default::default() };
+    let mut stream = model.turn(request, CancellationToken::new());
+    let mut deltas = 0;
+    while let Some(event) = stream.next().await {
+        if let TurnEvent::TextDelta { text } = event.unwrap() {
+            black_box(text);
+            deltas += 1;
+        }
+    }
+    deltas
+}
+
+async fn via_floor(client: &reqwest::Client, url: &str) -> usize {
+    let body = serde_json::json!({"model": "gpt-4.1", "stream": true, "messages": [{"role": "user", "content": "Write a long story."}]});
+    let response = client.post(url).bearer_auth("sk-bench").json(&body).send().await.unwrap();
+    let mut bytes = response.bytes_stream();
+    let mut floor = Floor::default();
+    while let Some(chunk) = bytes.next().await {
+        floor.push(&chunk.unwrap());
+    }
+    floor.deltas
+}
+
+async fn via_async_openai(client: &async_openai::Client<async_openai::config::OpenAIConfig>) -> usize {
+    use async_openai::types::chat::{ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequestArgs};
+    let request = CreateChatCompletionRequestArgs::default()
+        .model("gpt-4.1")
+        .messages([ChatCompletionRequestUserMessageArgs::default().content("Write a long story.").build().unwrap().into()])
+        .build()
+        .unwrap();
+    let mut stream = client.chat().create_stream(request).await.unwrap();
+    let mut deltas = 0;
+    while let Some(chunk) = stream.next().await {
+        for choice in chunk.unwrap().choices {
+            if let Some(text) = choice.delta.content
+                && !text.is_empty()
+            {
+                black_box(text);
+                deltas += 1;
+            }
+        }
+    }
+    deltas
+}
+
+async fn via_genai(client: &genai::Client) -> usize {
+    use genai::chat::{ChatMessage, ChatRequest, ChatStreamEvent};
+    let request = ChatRequest::new(vec![ChatMessage::user("Write a long story.")]);
+    let response = client.exec_chat_stream("gpt-4.1", request, None).await.unwrap();
+    let mut stream = response.stream;
+    let mut deltas = 0;
+    while let Some(event) = stream.next().await {
+        if let ChatStreamEvent::Chunk(chunk) = event.unwrap()
+            && !chunk.content.is_empty()
+        {
+            black_box(chunk.content);
+            deltas += 1;
+        }
+    }
+    deltas
+}
+
+fn genai_client(base: &str) -> genai::Client {
+    use genai::adapter::AdapterKind;
+    use genai::resolver::{AuthData, Endpoint, ServiceTargetResolver};
+    use genai::{ModelIden, ServiceTarget};
+    let endpoint = format!("{base}/");
+    let resolver = ServiceTargetResolver::from_resolver_fn(move |target: ServiceTarget| -> Result<ServiceTarget, genai::resolver::Error> {
+        Ok(ServiceTarget {
+            endpoint: Endpoint::from_owned(endpoint.clone()),
+            auth: AuthData::from_single("sk-bench"),
+            model: ModelIden::new(AdapterKind::OpenAI, target.model.model_name),
+        })
+    });
+    genai::Client::builder().with_service_target_resolver(resolver).build().unwrap()
+}
+
+fn end_to_end(c: &mut Criterion) {
+    let addr = fake_server(openai_stream());
+    let base = format!("http://{addr}/v1");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+
+    let lrg = OpenAiChat::new(OpenAiConfig::new(Dialect::OPENAI, &base, "gpt-4.1").with_api_key(ApiKey::new("sk-bench"))).unwrap();
+    let floor_client = reqwest::Client::new();
+    let floor_url = format!("{base}/chat/completions");
+    let async_openai = async_openai::Client::with_config(async_openai::config::OpenAIConfig::new().with_api_base(&base).with_api_key("sk-bench"));
+    let genai = genai_client(&base);
+
+    // Every contender must see every delta, or the comparison means nothing.
+    rt.block_on(async {
+        assert_eq!(via_lrg(&lrg).await, DELTAS, "lrg");
+        assert_eq!(via_floor(&floor_client, &floor_url).await, DELTAS, "floor");
+        assert_eq!(via_async_openai(&async_openai).await, DELTAS, "async-openai");
+        assert_eq!(via_genai(&genai).await, DELTAS, "genai");
+    });
+
+    let mut group = c.benchmark_group("openai_stream_100k_deltas");
+    group.sample_size(10).measurement_time(Duration::from_secs(10)).throughput(Throughput::Elements(DELTAS as u64));
+    group.bench_function("floor_reqwest_split_from_slice", |b| b.to_async(&rt).iter(|| via_floor(&floor_client, &floor_url)));
+    group.bench_function("lrg_OpenAiChat", |b| b.to_async(&rt).iter(|| via_lrg(&lrg)));
+    group.bench_function("async_openai", |b| b.to_async(&rt).iter(|| via_async_openai(&async_openai)));
+    group.bench_function("genai", |b| b.to_async(&rt).iter(|| via_genai(&genai)));
+    group.finish();
+}
+
+criterion_group!(benches, decoders, end_to_end);
+criterion_main!(benches);
