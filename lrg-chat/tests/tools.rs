@@ -258,6 +258,12 @@ async fn a_server_that_died_between_calls_is_restarted_with_a_note() {
             .unwrap();
         assert!(wait_gone(pid).await);
         tokio::time::sleep(Duration::from_millis(200)).await;
+        let failures = host.failures();
+        assert_eq!(failures.len(), 1, "a silent death shows in failures()");
+        assert!(
+            failures[0].message.contains("restarted on the next call"),
+            "{failures:?}"
+        );
         let out = call(&host, "echo", json!({"text": "back"})).await;
         assert_eq!(text_of(&out), "back");
         let warning = out.warning.expect("the restart is reported");

@@ -184,9 +184,20 @@ impl McpServer {
 
     /// The current problem, if the server is not connected.
     pub(crate) fn problem(&self) -> Option<String> {
-        match self.problem.read() {
+        let known = match self.problem.read() {
             Ok(p) => p.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        if known.is_some() {
+            return known;
+        }
+        // Up as far as we know; the process may have died since the last call.
+        // (When the connection is busy being replaced, the answer can wait.)
+        match self.conn.try_lock().as_deref() {
+            Ok(Conn::Up { peer, .. }) if peer.is_transport_closed() => {
+                Some("it stopped; it will be restarted on the next call".to_owned())
+            }
+            _ => None,
         }
     }
 
