@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use lrg_chat::tools::{
-    HttpServerConfig, McpConfig, McpConfigError, McpServerConfig, StdioServerConfig, ToolClass,
-    ToolHost, ToolHostOptions, ToolOutput, ToolSource, Tools,
+    HttpServerConfig, McpConfig, McpConfigError, McpServerConfig, NoArgs, StdioServerConfig,
+    ToolClass, ToolHost, ToolHostOptions, ToolOutput, ToolSource, Tools,
 };
 use lrg_providers::{Part, ToolAnnotations};
 use serde_json::{Value, json};
@@ -317,9 +317,6 @@ struct AddArgs {
     b: i64,
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Empty {}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_function_tools() {
     within(async {
@@ -349,7 +346,7 @@ async fn rust_function_tools() {
             "picture",
             "A picture",
             read.clone(),
-            |_: Empty| async move {
+            |_: NoArgs| async move {
                 Ok::<_, String>(ToolOutput::from(vec![Part::Image(lrg_providers::Image {
                     mime: "image/png".into(),
                     data: bytes::Bytes::from_static(b"\x89PNG"),
@@ -361,7 +358,7 @@ async fn rust_function_tools() {
             "boom",
             "Panics",
             ToolAnnotations::default(),
-            |_: Empty| async move {
+            |_: NoArgs| async move {
                 if true {
                     panic!("boom");
                 }
@@ -373,7 +370,7 @@ async fn rust_function_tools() {
             "hang",
             "Never ends",
             ToolAnnotations::default(),
-            |_: Empty| async move {
+            |_: NoArgs| async move {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 Ok::<String, String>(String::new())
             },
@@ -407,7 +404,7 @@ async fn rust_function_tools() {
 
         // Adding: names are checked, duplicates refused, arguments must be an object.
         let err = host
-            .add_fn("add", "", read.clone(), |_: Empty| async {
+            .add_fn("add", "", read.clone(), |_: NoArgs| async {
                 Ok::<_, String>("")
             })
             .unwrap_err();
@@ -416,7 +413,7 @@ async fn rust_function_tools() {
             "cannot add tool `add`: another Rust tool has this name"
         );
         let err = host
-            .add_fn("bad name", "", read.clone(), |_: Empty| async {
+            .add_fn("bad name", "", read.clone(), |_: NoArgs| async {
                 Ok::<_, String>("")
             })
             .unwrap_err();

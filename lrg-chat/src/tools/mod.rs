@@ -53,6 +53,7 @@ mod validate;
 
 pub use config::{HttpServerConfig, McpConfig, McpConfigError, McpServerConfig, StdioServerConfig};
 pub use host::{AddToolError, ServerFailure, ToolHost, ToolHostOptions, ToolInfo, ToolSource};
+pub use rust_fn::NoArgs;
 pub use validate::describe_arguments;
 
 /// What a tool may do to the world, from its MCP annotations.

@@ -17,6 +17,11 @@ use serde_json::Value;
 use super::ToolOutput;
 use super::validate::ArgumentCheck;
 
+/// The arguments of a Rust tool that takes none:
+/// `host.add_fn("now", "The time", read_only, |_: NoArgs| async { ... })`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, JsonSchema)]
+pub struct NoArgs {}
+
 type RunFn = dyn Fn(Value) -> BoxFuture<'static, ToolOutput> + Send + Sync;
 
 /// One registered Rust function.
