@@ -194,33 +194,44 @@ pub fn last_exchange_start(messages: &[Message]) -> usize {
 
 /// Fit `history` into `budget`. See the [module docs](self) for the order in
 /// which things give way.
+///
+/// Decides on the borrowed history first and clones only what is sent, so a
+/// long history whose oldest part is left out costs little more than its
+/// estimate.
 pub fn fit(history: &[Message], budget: &Budget) -> Fitted {
     let protected = last_exchange_start(history);
-    let mut messages = history.to_vec();
-    let dropped_images = cap_images(&mut messages, protected, budget.max_images);
-
-    let mut sizes: Vec<u32> = messages
+    let drop_images = images_to_drop(history, protected, budget.max_images);
+    let placeholder_tokens = text_tokens(IMAGE_PLACEHOLDER.len());
+    let mut sizes: Vec<u32> = history
         .iter()
-        .map(|m| estimate_message(m, budget.image_tokens))
+        .zip(&drop_images)
+        .map(|(m, &dropped)| {
+            let n = u32::try_from(dropped).unwrap_or(u32::MAX);
+            estimate_message(m, budget.image_tokens)
+                .saturating_sub(n.saturating_mul(budget.image_tokens))
+                .saturating_add(n.saturating_mul(placeholder_tokens))
+        })
         .collect();
     let fixed = budget.overhead.saturating_add(budget.answer_reserve);
     let mut total = sizes.iter().fold(fixed, |a, &b| a.saturating_add(b));
 
+    let mut stripped = vec![false; history.len()];
     let mut stripped_results = 0;
-    for (i, message) in messages.iter_mut().enumerate().take(protected) {
+    for (i, message) in history.iter().enumerate().take(protected) {
         if total <= budget.window {
             break;
         }
         if message.role != Role::Tool {
             continue;
         }
-        for part in &mut message.parts {
-            if let Part::ToolResult(result) = part {
-                result.parts = vec![Part::text(RESULT_PLACEHOLDER)];
-                stripped_results += 1;
-            }
-        }
-        let size = estimate_message(message, budget.image_tokens);
+        stripped[i] = true;
+        let stripped_message = strip_results(message);
+        stripped_results += message
+            .parts
+            .iter()
+            .filter(|p| matches!(p, Part::ToolResult(_)))
+            .count();
+        let size = estimate_message(&stripped_message, budget.image_tokens);
         total = total.saturating_sub(sizes[i]).saturating_add(size);
         sizes[i] = size;
     }
@@ -230,14 +241,34 @@ pub fn fit(history: &[Message], budget: &Budget) -> Fitted {
     let mut cut = 0;
     while total > budget.window && cut < protected {
         let next = (cut + 1..protected)
-            .find(|&k| messages[k].role == Role::User)
+            .find(|&k| history[k].role == Role::User)
             .unwrap_or(protected);
         total = sizes[cut..next]
             .iter()
             .fold(total, |a, &b| a.saturating_sub(b));
         cut = next;
     }
-    messages.drain(..cut);
+
+    let mut dropped_images = 0;
+    let messages = history[cut..]
+        .iter()
+        .enumerate()
+        .map(|(j, message)| {
+            let i = cut + j;
+            if stripped[i] {
+                strip_results(message)
+            } else if drop_images[i] > 0 {
+                dropped_images += drop_images[i];
+                let mut left = drop_images[i];
+                Message {
+                    role: message.role,
+                    parts: replace_images(&message.parts, &mut left),
+                }
+            } else {
+                message.clone()
+            }
+        })
+        .collect();
 
     Fitted {
         messages,
@@ -249,38 +280,74 @@ pub fn fit(history: &[Message], budget: &Budget) -> Fitted {
     }
 }
 
-/// Keep the newest `keep` images as pixels; replace older ones before
-/// `protected` with a placeholder. Images of the last exchange always stay
-/// (they count towards `keep`). Returns how many were replaced.
-fn cap_images(messages: &mut [Message], protected: usize, keep: usize) -> usize {
-    let mut seen = 0;
-    let mut dropped = 0;
-    for (index, message) in messages.iter_mut().enumerate().rev() {
-        for part in message.parts.iter_mut().rev() {
-            match part {
-                Part::Image(_) => {
-                    seen += 1;
-                    if seen > keep && index < protected {
-                        *part = Part::text(IMAGE_PLACEHOLDER);
-                        dropped += 1;
-                    }
-                }
-                Part::ToolResult(result) => {
-                    for inner in result.parts.iter_mut().rev() {
-                        if matches!(inner, Part::Image(_)) {
-                            seen += 1;
-                            if seen > keep && index < protected {
-                                *inner = Part::text(IMAGE_PLACEHOLDER);
-                                dropped += 1;
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
+/// The message with every tool result's content replaced by
+/// [`RESULT_PLACEHOLDER`], without copying that content.
+fn strip_results(message: &Message) -> Message {
+    let parts = message
+        .parts
+        .iter()
+        .map(|part| match part {
+            Part::ToolResult(r) => Part::ToolResult(lrg_providers::ToolResult {
+                call_id: r.call_id.clone(),
+                name: r.name.clone(),
+                parts: vec![Part::text(RESULT_PLACEHOLDER)],
+                is_error: r.is_error,
+            }),
+            other => other.clone(),
+        })
+        .collect();
+    Message {
+        role: message.role,
+        parts,
     }
-    dropped
+}
+
+fn count_images(parts: &[Part]) -> usize {
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Image(_) => 1,
+            Part::ToolResult(r) => count_images(&r.parts),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// How many images to replace in each message (its oldest ones) so only the
+/// newest `keep` stay. Images of the last exchange (from `protected` on)
+/// always stay and count towards `keep`.
+fn images_to_drop(messages: &[Message], protected: usize, keep: usize) -> Vec<usize> {
+    let mut drop = vec![0; messages.len()];
+    let mut seen = 0usize;
+    for (i, message) in messages.iter().enumerate().rev() {
+        let count = count_images(&message.parts);
+        if i < protected {
+            let kept = count.min(keep.saturating_sub(seen));
+            drop[i] = count - kept;
+        }
+        seen += count;
+    }
+    drop
+}
+
+/// `parts` with the first `left` images (in reading order, tool results'
+/// images included) replaced by [`IMAGE_PLACEHOLDER`].
+fn replace_images(parts: &[Part], left: &mut usize) -> Vec<Part> {
+    parts
+        .iter()
+        .map(|part| match part {
+            Part::Image(_) if *left > 0 => {
+                *left -= 1;
+                Part::text(IMAGE_PLACEHOLDER)
+            }
+            Part::ToolResult(r) if *left > 0 => {
+                let mut r = r.clone();
+                r.parts = replace_images(&r.parts, left);
+                Part::ToolResult(r)
+            }
+            other => other.clone(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -22,18 +22,16 @@ pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> 
     };
     let info = model.info();
     let model_key = format!("{}:{}", info.provider, info.model);
-    let (mut history, overhead) = {
+    let mut messages = {
         let state = shared.lock();
-        (
-            state.history.clone(),
-            state.overhead.get(&model_key).copied(),
-        )
+        let overhead = state.overhead.get(&model_key).copied();
+        let budget = shared.config.context.budget(&info, overhead);
+        context::fit(&state.history, &budget).messages
     };
-    history.push(Message::user(INSTRUCTION));
-    let budget = shared.config.context.budget(&info, overhead);
+    messages.push(Message::user(INSTRUCTION));
     let request = TurnRequest {
         system: (shared.system_prompt)(&info, &[]),
-        messages: context::fit(&history, &budget).messages,
+        messages,
         tools: Vec::new(),
         max_tokens: None,
         temperature: None,

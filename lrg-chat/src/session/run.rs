@@ -52,15 +52,13 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             .cloned()
             .collect();
         let model_key = format!("{}:{}", info.provider, info.model);
-        let (history, overhead) = {
+        // Fitted under the lock: only what is sent gets cloned.
+        let (fitted, budget) = {
             let state = shared.lock();
-            (
-                state.history.clone(),
-                state.overhead.get(&model_key).copied(),
-            )
+            let overhead = state.overhead.get(&model_key).copied();
+            let budget = shared.config.context.budget(&info, overhead);
+            (context::fit(&state.history, &budget), budget)
         };
-        let budget = shared.config.context.budget(&info, overhead);
-        let fitted = context::fit(&history, &budget);
         let request = TurnRequest {
             system: (shared.system_prompt)(&info, &offered),
             messages: fitted.messages,
