@@ -103,8 +103,6 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
                 style.dim("(the step limit ran out before a final answer; say how to go on)")
             );
         }
-        // The reply ends its line before the next prompt.
-        println!();
     }
     running.finish(&session).await;
     drop(ctrl_c);

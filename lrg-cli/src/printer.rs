@@ -149,10 +149,16 @@ impl Printer {
                 reason,
                 offer_always: *offer_always,
             };
-            let answer = self.approver.answer(&question, self.err).await;
-            // The question may have been withdrawn meanwhile (the turn was
-            // stopped): then there is nothing left to answer.
-            let _ = self.session.answer_approval(call_id, answer);
+            // A stop withdraws the question (the session denies it): stop
+            // asking then, or a person would be left answering nothing.
+            tokio::select! {
+                answer = self.approver.answer(&question, self.err) => {
+                    let _ = self.session.answer_approval(call_id, answer);
+                }
+                () = withdrawn(&self.session, call_id) => {
+                    eprintln!("{}", self.err.dim("(question withdrawn: the turn was stopped)"));
+                }
+            }
         }
     }
 
@@ -340,6 +346,13 @@ impl Printer {
             Event::Cleared => eprintln!("{}", err.dim("conversation cleared")),
             _ => {}
         }
+    }
+}
+
+/// Resolves once `call_id` no longer waits for an answer.
+async fn withdrawn(session: &ChatSession, call_id: &str) {
+    while session.pending_approvals().iter().any(|id| id == call_id) {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
 

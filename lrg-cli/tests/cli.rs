@@ -592,3 +592,48 @@ fn ctrl_c_stops_the_run_with_exit_3() {
     assert!(stderr.contains("stopping"), "{stderr}");
     assert!(!rest.contains("ten"), "the turn was cut short: one{rest}");
 }
+
+// ---------------------------------------------------------------- chat
+
+#[test]
+fn chat_reads_messages_and_commands_from_stdin() {
+    let env = Env::new();
+    env.file(
+        "s.json",
+        r#"[{"text":"Hello."},{"text":"Hello again."},{"text":"A summary."},{"text":"Fresh start."}]"#,
+    );
+    let r = ran(env
+        .lrg()
+        .args(["chat", "--model", "script:s.json"])
+        .write_stdin("hi\n/retry\n/compact\n/bogus\n/help\n/clear\nhi again\n"));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.stdout, "Hello.\nHello again.\nFresh start.\n",
+        "{r:?}"
+    );
+    for needle in [
+        "lrg chat — script:s.json, 0 tool(s)",
+        "conversation compacted; the summary:\nA summary.",
+        "unknown command /bogus",
+        "/compact  replace the conversation with a summary",
+        "conversation cleared",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle}: {r:?}");
+    }
+}
+
+#[test]
+fn chat_keeps_going_after_a_model_error() {
+    let env = Env::new();
+    env.file(
+        "s.json",
+        r#"[{"error":{"transient":false,"message":"boom"}},{"text":"Better now."}]"#,
+    );
+    let r = ran(env
+        .lrg()
+        .args(["chat", "--model", "script:s.json"])
+        .write_stdin("one\ntwo\n"));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("error: boom"), "{r:?}");
+    assert!(r.stdout.contains("Better now."), "{r:?}");
+}
