@@ -270,14 +270,3 @@ fn a_root_that_is_not_an_object_type_is_refused_for_cloud_apis() {
         assert!(error.to_string().contains("must be an object"), "{error}");
     }
 }
-
-#[test]
-fn a_choice_naming_an_undeclared_argument_is_refused() {
-    let schema = json!({"type": "object", "properties": {"a": {"type": "string"}},
-        "oneOf": [{"required": ["a"]}, {"required": ["b"]}]});
-    let error = split_choice(&schema).unwrap_err();
-    assert!(
-        matches!(&error, SchemaError::InvalidKeyword { path, .. } if path == "/oneOf/1"),
-        "{error:?}"
-    );
-}

@@ -235,12 +235,17 @@ fn split_choice_leaves_other_alternatives_alone() {
     for schema in [
         json!({"type": "object", "properties": {"a": {"type": "string"}}}),
         json!({"type": "object", "properties": {"a": {}}, "oneOf": [{"required": ["a"]}]}),
+        json!({"type": "object", "properties": {"a": {}}, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+        json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
         json!({"type": "object", "properties": {"a": {}, "b": {}}, "oneOf": [{"required": ["a"]}, {"required": ["a", "b"]}]}),
         json!({"type": "object", "properties": {"a": {}, "b": {}}, "oneOf": [{"required": ["a"]}, {"properties": {"b": {}}}]}),
         json!({"type": "object", "properties": {"a": {}, "b": {}}, "oneOf": [{"required": ["a"]}, {"required": ["b"]}],
             "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}),
     ] {
-        assert_eq!(split_choice(&schema).unwrap(), std::slice::from_ref(&schema));
+        assert_eq!(
+            split_choice(&schema).unwrap(),
+            std::slice::from_ref(&schema)
+        );
     }
 }
 

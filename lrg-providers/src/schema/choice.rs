@@ -21,34 +21,25 @@ use super::validate::{require_root_object, string_list};
 /// instance valid against one branch is invalid against every other.
 ///
 /// A grammar engine cannot express "exactly one"; offering the branches as
-/// alternatives can. A schema without such a choice comes back unchanged, as the
-/// only branch. Works on raw and grammar-shaped schemas alike.
+/// alternatives can. A schema without such a choice (or whose choice names an
+/// argument missing from `properties`) comes back unchanged, as the only branch. Works on raw and grammar-shaped schemas alike.
 pub fn split_choice(schema: &Value) -> Result<Vec<Value>, SchemaError> {
     let map = require_root_object(schema)?;
     let Some(Choice { keyword, choices }) = find_choice(map) else {
         return Ok(vec![schema.clone()]);
     };
     let path = Path::ROOT;
-    let properties = match map.get("properties") {
-        Some(Value::Object(properties)) => properties,
-        _ => {
-            return Err(SchemaError::InvalidKeyword {
-                path: String::new(),
-                keyword: keyword.to_owned(),
-                reason:
-                    "a choice between arguments needs the arguments declared under \"properties\""
-                        .to_owned(),
-            });
-        }
+    // A choice naming an argument the schema does not declare cannot become
+    // closed objects; it is left whole, for the tool to judge.
+    let Some(Value::Object(properties)) = map.get("properties") else {
+        return Ok(vec![schema.clone()]);
     };
-    for (index, names) in choices.iter().enumerate() {
-        if let Some(missing) = names.iter().find(|name| !properties.contains_key(**name)) {
-            return Err(SchemaError::InvalidKeyword {
-                path: path.key(keyword).index(index).render(),
-                keyword: "required".to_owned(),
-                reason: format!("names {missing:?}, which is not among the schema's properties"),
-            });
-        }
+    if choices
+        .iter()
+        .flatten()
+        .any(|name| !properties.contains_key(*name))
+    {
+        return Ok(vec![schema.clone()]);
     }
     let base_required = match map.get("required") {
         Some(required) => string_list(required, &path, "required")?,

