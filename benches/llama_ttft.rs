@@ -85,7 +85,11 @@ fn ttft(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tiny.gguf");
     write_tiny_model(&path, &TinyModelSpec::default()).unwrap();
-    let engine = LlamaEngine::load(LlamaConfig::new(&path).with_n_ctx(8192)).unwrap();
+    // One thread: the tiny model's arithmetic is negligible, so with more,
+    // llama.cpp's thread barriers would dominate on a busy machine and hide
+    // what skipping the shared prefix saves.
+    let engine =
+        LlamaEngine::load(LlamaConfig::new(&path).with_n_ctx(8192).with_n_threads(1)).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let schema = answer_schema(&sample_tools(8, &AnswerCaps::DESIGN), &AnswerCaps::DESIGN);
     let turn1 = conversation(&engine);

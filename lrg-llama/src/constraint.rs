@@ -88,7 +88,9 @@ fn with_compact_whitespace(schema: &Value) -> Result<Value, ProviderError> {
 }
 
 /// One turn's constraint: ask for the allowed tokens, commit the chosen one,
-/// repeat until [`AnswerConstraint::is_finished`].
+/// repeat until [`AnswerConstraint::is_finished`]. Cloning a fresh one is far
+/// cheaper than compiling the schema again.
+#[derive(Clone)]
 pub struct AnswerConstraint {
     matcher: Matcher,
 }

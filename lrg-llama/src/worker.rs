@@ -17,12 +17,13 @@ use lrg_providers::local_chat::{EngineEvent, EngineMessage, EngineRole, EngineSt
 use lrg_providers::{ProviderError, Usage};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::backend;
 use crate::config::LlamaConfig;
-use crate::constraint::ConstraintCompiler;
+use crate::constraint::{AnswerConstraint, ConstraintCompiler};
 use crate::engine::EngineStats;
 use crate::sampling::sample;
 use crate::utf8::Utf8Stream;
@@ -155,6 +156,7 @@ fn run_worker(
         ctx,
         template,
         compiler,
+        last_constraint: None,
         held: Vec::new(),
         window,
         batch: LlamaBatch::new(n_batch, 1),
@@ -204,6 +206,8 @@ struct Worker<'m> {
     ctx: LlamaContext<'m>,
     template: LlamaChatTemplate,
     compiler: ConstraintCompiler,
+    /// The last schema compiled, with its constraint before any token.
+    last_constraint: Option<(Value, AnswerConstraint)>,
     /// The tokens in sequence 0 of the KV cache, in position order.
     held: Vec<LlamaToken>,
     window: u32,
@@ -219,6 +223,20 @@ impl<'m> Worker<'m> {
     fn reset_cache(&mut self) {
         self.ctx.clear_kv_cache();
         self.held.clear();
+    }
+
+    /// A fresh constraint for `schema`. Turns of one conversation usually
+    /// send the same schema (the same tools), so the last one compiled is kept
+    /// and cloned.
+    fn constraint_for(&mut self, schema: &Value) -> Result<AnswerConstraint, ProviderError> {
+        if let Some((last, compiled)) = &self.last_constraint
+            && last == schema
+        {
+            return Ok(compiled.clone());
+        }
+        let compiled = self.compiler.compile(schema)?;
+        self.last_constraint = Some((schema.clone(), compiled.clone()));
+        Ok(compiled)
     }
 
     /// The conversation as the model reads it: chat template applied, the
@@ -281,7 +299,7 @@ impl<'m> Worker<'m> {
             });
         }
         // Compile before touching the cache so a bad schema costs nothing.
-        let mut constraint = self.compiler.compile(&turn.schema)?;
+        let mut constraint = self.constraint_for(&turn.schema)?;
         let prompt_tokens = prompt.len() as u32;
         self.set_stats(|s| {
             *s = EngineStats {

@@ -98,7 +98,10 @@ async fn every_sampled_answer_matches_the_schema_across_20_seeds() {
         )
         .await
         .unwrap();
-        eprintln!("seed {seed}: {} ({} tokens)", out.text, out.usage.completion_tokens);
+        eprintln!(
+            "seed {seed}: {} ({} tokens)",
+            out.text, out.usage.completion_tokens
+        );
         assert_eq!(out.stop, EngineStop::Done, "seed {seed}: {}", out.text);
         let answer: Value = serde_json::from_str(&out.text)
             .unwrap_or_else(|e| panic!("seed {seed}: not JSON ({e}): {}", out.text));
