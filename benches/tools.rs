@@ -68,18 +68,33 @@ fn calls(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let host = ToolHost::new();
-    host.add_fn("move_items", "Move items", ToolAnnotations::default(), |m: Move| async move {
-        Ok::<_, String>(format!("moved {} to {}", m.ids.len(), m.folder))
-    })
+    host.add_fn(
+        "move_items",
+        "Move items",
+        ToolAnnotations::default(),
+        |m: Move| async move {
+            let how = match m.on_clash {
+                Some(Clash::Skip) => "skipping clashes",
+                Some(Clash::Rename) => "renaming clashes",
+                Some(Clash::Replace) | None => "replacing clashes",
+            };
+            Ok::<_, String>(format!("moved {} to {}, {how}", m.ids.len(), m.folder))
+        },
+    )
     .expect("add_fn");
     for i in 0..99 {
-        host.add_fn(format!("tool_{i}"), "filler", ToolAnnotations::default(), |_: Move| async {
-            Ok::<_, String>("")
-        })
+        host.add_fn(
+            format!("tool_{i}"),
+            "filler",
+            ToolAnnotations::default(),
+            |_: Move| async { Ok::<_, String>("") },
+        )
         .expect("add_fn");
     }
-    rt.block_on(host.add_in_process("mcp", || Echo { tool_router: Echo::tool_router() }))
-        .expect("in-process server");
+    rt.block_on(host.add_in_process("mcp", || Echo {
+        tool_router: Echo::tool_router(),
+    }))
+    .expect("in-process server");
 
     let valid = json!({"ids": [1, 2, 3, 4, 5, 6, 7, 8], "folder": "archive", "on_clash": "rename"});
     let invalid = json!({"ids": ["1"], "on_clash": "merge"});
@@ -87,21 +102,31 @@ fn calls(c: &mut Criterion) {
     let mut g = c.benchmark_group("tools");
     g.bench_function("call_rust_fn", |b| {
         b.to_async(&rt).iter(|| async {
-            black_box(host.call("move_items", valid.clone(), CancellationToken::new()).await)
+            black_box(
+                host.call("move_items", valid.clone(), CancellationToken::new())
+                    .await,
+            )
         })
     });
     g.bench_function("reject_invalid_args", |b| {
         b.to_async(&rt).iter(|| async {
-            black_box(host.call("move_items", invalid.clone(), CancellationToken::new()).await)
+            black_box(
+                host.call("move_items", invalid.clone(), CancellationToken::new())
+                    .await,
+            )
         })
     });
     g.bench_function("call_in_process_mcp", |b| {
         b.to_async(&rt).iter(|| async {
-            black_box(host.call("echo", json!({"text": "hi"}), CancellationToken::new()).await)
+            black_box(
+                host.call("echo", json!({"text": "hi"}), CancellationToken::new())
+                    .await,
+            )
         })
     });
     g.bench_function("list_101_tools", |b| {
-        b.to_async(&rt).iter(|| async { black_box(host.list().await) })
+        b.to_async(&rt)
+            .iter(|| async { black_box(host.list().await) })
     });
     g.finish();
     rt.block_on(host.shutdown());
