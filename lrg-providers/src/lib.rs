@@ -6,6 +6,7 @@ mod model;
 mod model_ref;
 mod scripted;
 mod secret;
+mod text;
 
 pub mod images;
 pub mod local_chat;

@@ -8,6 +8,7 @@ use futures::StreamExt as _;
 use reqwest::header::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
+use crate::text::truncate;
 use crate::wire::{Decoder, Frame, Framer, Framing};
 use crate::{ApiKey, ProviderError, StopReason, TurnEvent, TurnStream};
 
@@ -195,17 +196,6 @@ fn scrub(text: &str, key: Option<&ApiKey>) -> String {
         Some(k) => k.scrub(text),
         None => text.to_string(),
     }
-}
-
-fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Map a failure to send (connect, reset, DNS, TLS) to an error.

@@ -9,12 +9,10 @@ use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use super::PROVIDER;
+use crate::text::quote;
 use crate::transport::status_error;
 use crate::wire::{Decoder, Frame};
 use crate::{NativePart, ProviderError, StopReason, ToolCall, TurnEvent, Usage};
-
-/// Longest piece of a bad frame quoted in an error.
-const QUOTE: usize = 200;
 
 /// Decoder for one Gemini answer.
 ///
@@ -446,17 +444,6 @@ fn protocol(message: String) -> ProviderError {
     ProviderError::Protocol {
         message: format!("Gemini stream: {message}"),
     }
-}
-
-fn quote(data: &str) -> String {
-    if data.len() <= QUOTE {
-        return data.to_string();
-    }
-    let mut end = QUOTE;
-    while !data.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &data[..end])
 }
 
 fn clamp(n: u64) -> u32 {

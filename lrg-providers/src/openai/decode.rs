@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::dialect::ReasoningField;
+use crate::text::{quote, truncate};
 use crate::wire::{Decoder, Frame};
 use crate::{Message, Part, ProviderError, StopReason, ToolCall, TurnEvent, Usage};
 
@@ -273,7 +274,7 @@ fn parse_arguments(tool: &str, raw: &str, cut_short: bool) -> Result<Value, Prov
                 } else {
                     ""
                 },
-                snippet(raw)
+                quote(raw)
             ),
         }),
     }
@@ -285,11 +286,11 @@ pub(crate) fn frame_error(e: &serde_json::Error, data: &str) -> ProviderError {
     if e.is_eof() {
         return ProviderError::transient(format!(
             "the stream was cut in the middle of an event: {}",
-            snippet(data)
+            quote(data)
         ));
     }
     ProviderError::Protocol {
-        message: format!("malformed stream frame ({e}): {}", snippet(data)),
+        message: format!("malformed stream frame ({e}): {}", quote(data)),
     }
 }
 
@@ -349,26 +350,6 @@ fn text_of(value: Option<Value>) -> Option<String> {
 
 fn clamp(n: Option<u64>) -> u32 {
     n.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
-}
-
-fn snippet(text: &str) -> String {
-    let cut = truncate(text, 200);
-    if cut.len() < text.len() {
-        format!("{cut}…")
-    } else {
-        cut.to_string()
-    }
-}
-
-fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 #[derive(Deserialize)]
