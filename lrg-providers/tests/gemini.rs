@@ -2,9 +2,11 @@
 //! bodies (snapshotted), thought signatures across turns, and faults.
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns may panic: this is a test
 
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
+use common::{LogBuffer, bodies};
 use futures::StreamExt as _;
 use lrg_providers::gemini::{GeminiChat, GeminiConfig};
 use lrg_providers::transport::TransportConfig;
@@ -13,7 +15,6 @@ use lrg_providers::{
     StopReason, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage, collect_turn,
 };
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_util::sync::CancellationToken;
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -80,16 +81,6 @@ async fn serve(server: &MockServer, body: String) {
         .respond_with(sse_response(body))
         .mount(server)
         .await;
-}
-
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect()
 }
 
 async fn events(model: &GeminiChat, request: TurnRequest) -> Vec<Result<TurnEvent, ProviderError>> {
@@ -592,27 +583,13 @@ async fn idle_timeout_is_transient() {
     );
 }
 
-/// A server that sends the headers and a first chunk, then goes quiet.
-async fn slow_server(first: String) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.unwrap();
-        let mut buf = vec![0u8; 65_536];
-        let _ = socket.read(&mut buf).await;
-        let head =
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-        socket.write_all(head.as_bytes()).await.unwrap();
-        socket.write_all(first.as_bytes()).await.unwrap();
-        socket.flush().await.unwrap();
-        tokio::time::sleep(Duration::from_secs(30)).await;
-    });
-    format!("http://{addr}")
-}
-
 #[tokio::test]
 async fn cancel_mid_stream_stops_at_once() {
-    let base = slow_server(sse(&[chunk(json!([{"text": "Partial"}]))])).await;
+    let base = common::stalling_server(
+        "text/event-stream",
+        sse(&[chunk(json!([{"text": "Partial"}]))]),
+    )
+    .await;
     let model = chat(&base);
     let cancel = CancellationToken::new();
     let mut stream = model.turn(ask("x"), cancel.clone());
@@ -639,27 +616,10 @@ async fn cancel_mid_stream_stops_at_once() {
     assert!(started.elapsed() < Duration::from_secs(1));
 }
 
-#[derive(Clone, Default)]
-struct LogBuffer(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        std::io::Write::write(&mut *self.0.lock().unwrap(), buf)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn the_key_never_shows_in_urls_bodies_errors_or_logs() {
     let logs = LogBuffer::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
+    let subscriber = logs.subscriber();
     // Global, not scoped: a scoped subscriber races with other tests over
     // tracing's per-callsite interest cache. Other tests' logs land here too.
     tracing::subscriber::set_global_default(subscriber).unwrap();
@@ -699,7 +659,7 @@ async fn the_key_never_shows_in_urls_bodies_errors_or_logs() {
         assert!(!String::from_utf8_lossy(&request.body).contains(KEY));
         assert_eq!(request.headers.get("x-goog-api-key").unwrap(), KEY);
     }
-    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logs = logs.text();
     assert!(logs.contains("gemini turn"), "the capture works: {logs}");
     assert!(!logs.contains(KEY), "key in the logs");
 }

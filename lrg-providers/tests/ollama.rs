@@ -4,8 +4,11 @@
 //! and faults. (Ollama has no API key, so there is none to leak.)
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
+mod common;
+
 use std::time::Duration;
 
+use common::bodies;
 use futures::StreamExt as _;
 use lrg_providers::ollama::{OllamaChat, OllamaConfig};
 use lrg_providers::transport::TransportConfig;
@@ -14,7 +17,6 @@ use lrg_providers::{
     StopReason, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage, collect_turn,
 };
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_util::sync::CancellationToken;
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -76,16 +78,6 @@ async fn turn(model: &OllamaChat, request: TurnRequest) -> Result<AssistantTurn,
     )
     .await
     .expect("the turn did not end in time")
-}
-
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.body_json::<Value>().unwrap())
-        .collect()
 }
 
 fn ask(text: &str) -> TurnRequest {
@@ -361,20 +353,9 @@ async fn idle_timeout() {
 
 #[tokio::test]
 async fn cancel_mid_stream_ends_at_once() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let first = format!("{}\n", text("Hel"));
-    tokio::spawn(async move {
-        if let Ok((mut socket, _)) = listener.accept().await {
-            let mut buf = vec![0u8; 65536];
-            let _ = socket.read(&mut buf).await;
-            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\nconnection: close\r\n\r\n";
-            let _ = socket.write_all(head.as_bytes()).await;
-            let _ = socket.write_all(first.as_bytes()).await;
-            tokio::time::sleep(Duration::from_secs(60)).await;
-        }
-    });
-    let model = chat_with(&format!("http://{addr}"), Duration::from_secs(30));
+    let base = common::stalling_server("application/x-ndjson", first).await;
+    let model = chat_with(&base, Duration::from_secs(30));
     let cancel = CancellationToken::new();
     let mut stream = model.turn(ask("hi"), cancel.clone());
     let first = tokio::time::timeout(WAIT, stream.next()).await.unwrap();

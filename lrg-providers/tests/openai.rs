@@ -4,8 +4,11 @@
 //! check that the key never shows up where it should not.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
+mod common;
+
 use std::time::Duration;
 
+use common::bodies;
 use futures::StreamExt as _;
 use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig};
 use lrg_providers::transport::TransportConfig;
@@ -15,7 +18,6 @@ use lrg_providers::{
     collect_turn,
 };
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_util::sync::CancellationToken;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -96,16 +98,6 @@ async fn events(model: &OpenAiChat, request: TurnRequest) -> Vec<Result<TurnEven
     )
     .await
     .expect("the turn did not end in time")
-}
-
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.body_json::<Value>().unwrap())
-        .collect()
 }
 
 fn ask(text: &str) -> TurnRequest {
@@ -670,23 +662,8 @@ async fn idle_timeout_when_the_server_does_not_answer() {
 /// A server that answers with `first` and then goes silent, keeping the
 /// connection open: the way a stalled model looks on the wire.
 async fn stalling_server(first: String) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let first = first.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 65536];
-                let _ = socket.read(&mut buf).await;
-                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-                let _ = socket.write_all(head.as_bytes()).await;
-                let _ = socket.write_all(first.as_bytes()).await;
-                let _ = socket.flush().await;
-                tokio::time::sleep(Duration::from_secs(60)).await;
-            });
-        }
-    });
-    format!("http://{addr}/v1")
+    let base = common::stalling_server("text/event-stream", first).await;
+    format!("{base}/v1")
 }
 
 #[tokio::test]

@@ -4,9 +4,11 @@
 //! only reliable when no other test registers the same callsites at once.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
+use common::LogBuffer;
 use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig};
 use lrg_providers::transport::TransportConfig;
 use lrg_providers::{
@@ -52,29 +54,10 @@ async fn turn(model: &OpenAiChat) -> Result<AssistantTurn, ProviderError> {
     .expect("the turn did not end in time")
 }
 
-#[derive(Clone, Default)]
-struct LogBuffer(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn the_key_is_never_logged_sent_in_a_body_or_shown_in_an_error() {
     let logs = LogBuffer::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = tracing::subscriber::set_default(logs.subscriber());
 
     let server = MockServer::start().await;
     Mock::given(method("POST"))
@@ -104,7 +87,7 @@ async fn the_key_is_never_logged_sent_in_a_body_or_shown_in_an_error() {
     assert!(matches!(err, ProviderError::Auth { .. }), "{err:?}");
     texts.push(format!("{err} {err:?}"));
 
-    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logged = logs.text();
     assert!(
         logged.contains("chat completions turn"),
         "the subscriber captured nothing: {logged}"

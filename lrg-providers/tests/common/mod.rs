@@ -1,0 +1,77 @@
+//! Helpers shared by the provider adapter tests (each test binary uses a
+//! different subset, hence the `dead_code` allowance).
+#![allow(dead_code, clippy::unwrap_used)] // test helpers may panic
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use wiremock::MockServer;
+
+/// The JSON bodies of every request `server` received, in order.
+pub async fn bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.body_json::<Value>().unwrap())
+        .collect()
+}
+
+/// A server that answers every connection with `200`, `content_type` and
+/// `first`, then goes quiet without closing: what a stalled model looks like
+/// mid-answer. Returns `http://host:port`.
+pub async fn stalling_server(content_type: &'static str, first: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let first = first.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65_536];
+                let _ = socket.read(&mut buf).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\nconnection: close\r\n\r\n"
+                );
+                let _ = socket.write_all(head.as_bytes()).await;
+                let _ = socket.write_all(first.as_bytes()).await;
+                let _ = socket.flush().await;
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// An in-memory `tracing` writer, to check what the adapters log.
+#[derive(Clone, Default)]
+pub struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl LogBuffer {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+
+    /// A TRACE-level, colourless subscriber writing here.
+    pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        let writer = self.clone();
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish()
+    }
+}
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
