@@ -141,14 +141,14 @@ impl HttpTransport {
                         return;
                     }
                 }
-                if chunk.is_none() {
-                    if let Err(e) = decoder.finish(&mut events) {
-                        for event in events.drain(..) {
-                            yield Ok(event);
-                        }
-                        yield Err(e);
-                        return;
+                if chunk.is_none()
+                    && let Err(e) = decoder.finish(&mut events)
+                {
+                    for event in events.drain(..) {
+                        yield Ok(event);
                     }
+                    yield Err(e);
+                    return;
                 }
                 for event in events.drain(..) {
                     yield Ok(event);
@@ -187,7 +187,7 @@ impl HttpTransport {
     /// Whether anything answers HTTP at `url` (any status counts as reachable).
     pub async fn reachable(&self, url: &str) -> bool {
         let request = self.client.get(url).timeout(self.config.connect_timeout);
-        matches!(request.send().await, Ok(_))
+        request.send().await.is_ok()
     }
 }
 
@@ -296,15 +296,17 @@ fn error_detail(body: &str) -> String {
 /// `retryDelay` in the error body.
 pub fn retry_after(headers: &HeaderMap, body: &str) -> Option<Duration> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_millis(ms as u64));
-        }
+    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_millis(ms as u64));
     }
-    if let Some(s) = header("retry-after").and_then(|v| v.parse::<f64>().ok()) {
-        if s.is_finite() && s >= 0.0 {
-            return Some(Duration::from_secs_f64(s.min(86_400.0)));
-        }
+    if let Some(s) = header("retry-after").and_then(|v| v.parse::<f64>().ok())
+        && s.is_finite()
+        && s >= 0.0
+    {
+        return Some(Duration::from_secs_f64(s.min(86_400.0)));
     }
     gemini_retry_delay(body)
 }
