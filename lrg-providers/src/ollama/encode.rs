@@ -4,8 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::OllamaConfig;
-use crate::openai::decimal;
-use crate::schema::{SchemaTarget, portable_tool_schema};
+use crate::openai::{decimal, function_tool};
 use crate::{Image, Message, Part, ProviderError, Role, ToolResult, ToolSpec, TurnRequest};
 
 /// Ollama's answer budget when neither the request nor the config sets one:
@@ -163,28 +162,8 @@ fn tool_message(result: &ToolResult, pending: &mut Pending) -> Value {
     json!({"role": "tool", "tool_name": result.name, "tool_call_id": result.call_id, "content": text})
 }
 
-fn tool_spec(tool: &ToolSpec) -> Result<Value, ProviderError> {
-    let mut function = Map::new();
-    function.insert("name".into(), Value::String(tool.name.clone()));
-    if !tool.description.is_empty() {
-        function.insert(
-            "description".into(),
-            Value::String(tool.description.clone()),
-        );
-    }
-    function.insert("parameters".into(), tool_parameters(tool)?);
-    Ok(json!({"type": "function", "function": function}))
-}
-
 /// Ollama takes OpenAI-style function specs, so the schema is shaped as for
 /// OpenAI (refs inlined, no top-level `oneOf`/`anyOf`/`allOf`).
-fn tool_parameters(tool: &ToolSpec) -> Result<Value, ProviderError> {
-    portable_tool_schema(&tool.input_schema, SchemaTarget::OpenAi).map_err(|e| {
-        ProviderError::BadRequest {
-            message: format!(
-                "the input schema of tool `{}` cannot be sent to Ollama: {e}",
-                tool.name
-            ),
-        }
-    })
+fn tool_spec(tool: &ToolSpec) -> Result<Value, ProviderError> {
+    function_tool(tool, " to Ollama")
 }

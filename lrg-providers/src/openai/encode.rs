@@ -227,6 +227,13 @@ fn tool_message(result: &ToolResult, pending: &mut Vec<Value>) -> Value {
 }
 
 fn tool_spec(tool: &ToolSpec) -> Result<Value, ProviderError> {
+    function_tool(tool, "")
+}
+
+/// `tool` as a `{"type": "function", ...}` spec, the form OpenAI-style APIs
+/// (Ollama included) take. `destination` (e.g. `" to Ollama"`) completes the
+/// error message when the schema cannot be shaped.
+pub(crate) fn function_tool(tool: &ToolSpec, destination: &str) -> Result<Value, ProviderError> {
     let mut function = Map::new();
     function.insert("name".into(), Value::String(tool.name.clone()));
     if !tool.description.is_empty() {
@@ -235,17 +242,17 @@ fn tool_spec(tool: &ToolSpec) -> Result<Value, ProviderError> {
             Value::String(tool.description.clone()),
         );
     }
-    function.insert("parameters".into(), tool_parameters(tool)?);
+    function.insert("parameters".into(), tool_parameters(tool, destination)?);
     Ok(json!({"type": "function", "function": function}))
 }
 
 /// The tool's schema in a form the API accepts (refs inlined, no top-level
 /// `oneOf`/`anyOf`/`allOf`).
-fn tool_parameters(tool: &ToolSpec) -> Result<Value, ProviderError> {
+fn tool_parameters(tool: &ToolSpec, destination: &str) -> Result<Value, ProviderError> {
     portable_tool_schema(&tool.input_schema, SchemaTarget::OpenAi).map_err(|e| {
         ProviderError::BadRequest {
             message: format!(
-                "the input schema of tool `{}` cannot be sent: {e}",
+                "the input schema of tool `{}` cannot be sent{destination}: {e}",
                 tool.name
             ),
         }

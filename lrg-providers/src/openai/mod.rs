@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 pub use decode::OpenAiDecoder;
 pub(crate) use decode::{CallIds, frame_error, stream_error};
 pub use dialect::{Dialect, MaxTokensField, ReasoningField};
-pub(crate) use encode::decimal;
 pub use encode::encode;
+pub(crate) use encode::{decimal, function_tool};
 pub use models::parse_models;
 
 use crate::transport::{HttpTransport, TransportConfig};
