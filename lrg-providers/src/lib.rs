@@ -4,6 +4,7 @@ mod error;
 mod message;
 mod model;
 mod model_ref;
+mod paging;
 mod scripted;
 mod secret;
 mod text;

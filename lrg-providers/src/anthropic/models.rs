@@ -3,15 +3,11 @@
 use serde_json::Value;
 
 use super::{AnthropicChat, PROVIDER, host_of};
+use crate::paging::follow_pages;
 use crate::{ModelInfo, ModelLocation, ProviderError};
 
-/// A server that keeps saying `has_more` must not loop us forever.
-const MAX_PAGES: usize = 50;
-
 pub(super) async fn list(chat: &AnthropicChat) -> Result<Vec<ModelInfo>, ProviderError> {
-    let mut models = Vec::new();
-    let mut after: Option<String> = None;
-    for _ in 0..MAX_PAGES {
+    follow_pages(|after| async move {
         let mut params = vec![("limit", "1000")];
         if let Some(id) = &after {
             params.push(("after_id", id.as_str()));
@@ -25,14 +21,9 @@ pub(super) async fn list(chat: &AnthropicChat) -> Result<Vec<ModelInfo>, Provide
             .transport
             .get_json(request, chat.config.api_key.as_ref())
             .await?;
-        let (found, next) = parse_page(&page, &chat.base)?;
-        models.extend(found);
-        match next {
-            Some(id) if after.as_deref() != Some(id.as_str()) => after = Some(id),
-            _ => return Ok(models),
-        }
-    }
-    Ok(models)
+        parse_page(&page, &chat.base)
+    })
+    .await
 }
 
 /// One page: its models, and the id to continue after when there are more.

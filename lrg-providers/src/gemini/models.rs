@@ -4,15 +4,11 @@
 use serde_json::Value;
 
 use super::{GeminiChat, PROVIDER, host_of};
+use crate::paging::follow_pages;
 use crate::{ModelInfo, ModelLocation, ProviderError};
 
-/// A server that keeps handing out page tokens must not loop us forever.
-const MAX_PAGES: usize = 50;
-
 pub(super) async fn list(chat: &GeminiChat) -> Result<Vec<ModelInfo>, ProviderError> {
-    let mut models = Vec::new();
-    let mut token: Option<String> = None;
-    for _ in 0..MAX_PAGES {
+    follow_pages(|token| async move {
         let mut params = vec![("pageSize", "1000")];
         if let Some(t) = &token {
             params.push(("pageToken", t.as_str()));
@@ -26,14 +22,9 @@ pub(super) async fn list(chat: &GeminiChat) -> Result<Vec<ModelInfo>, ProviderEr
             .transport
             .get_json(request, chat.config.api_key.as_ref())
             .await?;
-        let (found, next) = parse_page(&page, &chat.base)?;
-        models.extend(found);
-        match next {
-            Some(t) if token.as_deref() != Some(t.as_str()) => token = Some(t),
-            _ => return Ok(models),
-        }
-    }
-    Ok(models)
+        parse_page(&page, &chat.base)
+    })
+    .await
 }
 
 /// One page: its chat models, and the token of the next page.
