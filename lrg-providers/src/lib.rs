@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod endpoint;
 mod error;
 mod message;
 mod model;

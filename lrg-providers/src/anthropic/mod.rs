@@ -26,12 +26,13 @@ mod decode;
 mod encode;
 mod models;
 
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::header::CONTENT_TYPE;
 use tokio_util::sync::CancellationToken;
 
 pub use decode::AnthropicDecoder;
 pub use encode::encode;
 
+use crate::endpoint::{host_of, key_header, normalize_base};
 use crate::transport::{HttpTransport, TransportConfig};
 use crate::wire::Framing;
 use crate::{ApiKey, ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
@@ -170,7 +171,7 @@ impl AnthropicChat {
                 message: "no Anthropic model name given".into(),
             });
         }
-        let base = normalize_base(&config.base_url, "ANTHROPIC_BASE_URL")?;
+        let base = normalize_base(&config.base_url, "/v1", "Anthropic", "ANTHROPIC_BASE_URL")?;
         let transport = HttpTransport::new(config.transport.clone())?;
         Ok(Self {
             config,
@@ -219,12 +220,7 @@ impl AnthropicChat {
             .ok_or_else(|| ProviderError::Config {
                 message: "no Anthropic API key: set ANTHROPIC_API_KEY".into(),
             })?;
-        let mut key_header =
-            HeaderValue::from_str(key.expose()).map_err(|_| ProviderError::Config {
-                message: "the Anthropic API key holds characters an HTTP header cannot carry"
-                    .into(),
-            })?;
-        key_header.set_sensitive(true);
+        let key_header = key_header(key, "Anthropic")?;
         Ok(self
             .transport
             .client()
@@ -267,25 +263,4 @@ impl ChatModel for AnthropicChat {
             cancel,
         )
     }
-}
-
-/// Trim a base URL and drop a trailing `/v1`, so both `https://api.anthropic.com`
-/// and `https://api.anthropic.com/v1` work.
-fn normalize_base(url: &str, var: &str) -> Result<String, ProviderError> {
-    let url = url.trim().trim_end_matches('/');
-    let url = url.strip_suffix("/v1").unwrap_or(url);
-    match reqwest::Url::parse(url) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {
-            Ok(url.to_string())
-        }
-        _ => Err(ProviderError::Config {
-            message: format!("the Anthropic base URL `{url}` is not an http(s) URL (check {var})"),
-        }),
-    }
-}
-
-fn host_of(url: &str) -> Option<String> {
-    reqwest::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
 }

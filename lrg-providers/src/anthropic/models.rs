@@ -2,7 +2,8 @@
 
 use serde_json::Value;
 
-use super::{AnthropicChat, PROVIDER, host_of};
+use super::{AnthropicChat, PROVIDER};
+use crate::endpoint::host_of;
 use crate::paging::follow_pages;
 use crate::{ModelInfo, ModelLocation, ProviderError};
 

@@ -25,12 +25,13 @@ mod encode;
 mod models;
 
 use futures::StreamExt as _;
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::header::CONTENT_TYPE;
 use tokio_util::sync::CancellationToken;
 
 pub use decode::GeminiDecoder;
 pub use encode::encode;
 
+use crate::endpoint::{host_of, key_header, normalize_base};
 use crate::transport::{HttpTransport, TransportConfig};
 use crate::wire::{Decoder, Frame, Framing};
 use crate::{
@@ -196,7 +197,7 @@ impl GeminiChat {
                 ),
             });
         }
-        let base = normalize_base(&config.base_url)?;
+        let base = normalize_base(&config.base_url, "/v1beta", "Gemini", "GEMINI_BASE_URL")?;
         let transport = HttpTransport::new(config.transport.clone())?;
         Ok(Self {
             config,
@@ -233,11 +234,7 @@ impl GeminiChat {
             .ok_or_else(|| ProviderError::Config {
                 message: "no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY)".into(),
             })?;
-        let mut key_header =
-            HeaderValue::from_str(key.expose()).map_err(|_| ProviderError::Config {
-                message: "the Gemini API key holds characters an HTTP header cannot carry".into(),
-            })?;
-        key_header.set_sensitive(true);
+        let key_header = key_header(key, "Gemini")?;
         Ok(self
             .transport
             .client()
@@ -337,26 +334,4 @@ fn bad_key_is_auth(error: ProviderError) -> ProviderError {
         }
         other => other,
     }
-}
-
-/// Trim a base URL and drop a trailing `/v1beta`.
-fn normalize_base(url: &str) -> Result<String, ProviderError> {
-    let url = url.trim().trim_end_matches('/');
-    let url = url.strip_suffix("/v1beta").unwrap_or(url);
-    match reqwest::Url::parse(url) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {
-            Ok(url.to_string())
-        }
-        _ => Err(ProviderError::Config {
-            message: format!(
-                "the Gemini base URL `{url}` is not an http(s) URL (check GEMINI_BASE_URL)"
-            ),
-        }),
-    }
-}
-
-fn host_of(url: &str) -> Option<String> {
-    reqwest::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
 }

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::{GeminiChat, PROVIDER, host_of};
+use super::{GeminiChat, PROVIDER};
+use crate::endpoint::host_of;
 use crate::paging::follow_pages;
 use crate::{ModelInfo, ModelLocation, ProviderError};
 
