@@ -491,21 +491,7 @@ mod tests {
     use super::*;
 
     fn run(frames: &[&str]) -> (Vec<TurnEvent>, Result<(), ProviderError>) {
-        let mut d = AnthropicDecoder::new("m");
-        let mut out = Vec::new();
-        for f in frames {
-            if let Err(e) = d.decode(
-                &Frame {
-                    event: None,
-                    data: (*f).to_string(),
-                },
-                &mut out,
-            ) {
-                return (out, Err(e));
-            }
-        }
-        let r = d.finish(&mut out);
-        (out, r)
+        crate::wire::decode_frames(&mut AnthropicDecoder::new("m"), frames)
     }
 
     #[test]

@@ -455,21 +455,7 @@ mod tests {
     use super::*;
 
     fn run(frames: &[&str]) -> (Vec<TurnEvent>, Result<(), ProviderError>) {
-        let mut d = GeminiDecoder::new("gemini-x");
-        let mut out = Vec::new();
-        for f in frames {
-            if let Err(e) = d.decode(
-                &Frame {
-                    event: None,
-                    data: (*f).to_string(),
-                },
-                &mut out,
-            ) {
-                return (out, Err(e));
-            }
-        }
-        let r = d.finish(&mut out);
-        (out, r)
+        crate::wire::decode_frames(&mut GeminiDecoder::new("gemini-x"), frames)
     }
 
     #[test]

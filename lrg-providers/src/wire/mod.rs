@@ -78,7 +78,31 @@ pub trait Decoder: Send {
     fn finish(&mut self, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError>;
 }
 
+/// Feed `frames` (data only) to `decoder` until one fails, then finish it
+/// unless one failed: the events it gave, and how it ended. For decoder tests.
+#[cfg(test)]
+pub(crate) fn decode_frames(
+    decoder: &mut dyn Decoder,
+    frames: &[&str],
+) -> (Vec<TurnEvent>, Result<(), ProviderError>) {
+    let mut out = Vec::new();
+    for data in frames {
+        let frame = Frame {
+            event: None,
+            data: (*data).to_string(),
+        };
+        if let Err(e) = decoder.decode(&frame, &mut out) {
+            return (out, Err(e));
+        }
+    }
+    let end = decoder.finish(&mut out);
+    (out, end)
+}
+
 /// Find `needle` in `hay` starting at `from` (tiny memchr for one byte).
 fn find_byte(hay: &[u8], from: usize, needle: u8) -> Option<usize> {
-    hay.get(from..)?.iter().position(|&b| b == needle).map(|i| i + from)
+    hay.get(from..)?
+        .iter()
+        .position(|&b| b == needle)
+        .map(|i| i + from)
 }

@@ -46,7 +46,10 @@ fn emit(line: &[u8], out: &mut Vec<Frame>) {
     };
     let line = line.trim();
     if !line.is_empty() {
-        out.push(Frame { event: None, data: line.to_string() });
+        out.push(Frame {
+            event: None,
+            data: line.to_string(),
+        });
     }
 }
 

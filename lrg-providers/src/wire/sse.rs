@@ -82,7 +82,10 @@ impl SseFramer {
 
     fn dispatch(&mut self, out: &mut Vec<Frame>) {
         if self.has_data {
-            out.push(Frame { event: self.event.take(), data: std::mem::take(&mut self.data) });
+            out.push(Frame {
+                event: self.event.take(),
+                data: std::mem::take(&mut self.data),
+            });
         }
         self.event = None;
         self.has_data = false;
@@ -108,11 +111,21 @@ mod tests {
         let body = b": ping\r\nevent: message_start\r\ndata: {\"a\":1}\r\n\r\ndata: x\ndata: y\n\ndata: [DONE]\n\n";
         let whole = frames(&[body]);
         assert_eq!(whole.len(), 3);
-        assert_eq!(whole[0], Frame { event: Some("message_start".into()), data: "{\"a\":1}".into() });
+        assert_eq!(
+            whole[0],
+            Frame {
+                event: Some("message_start".into()),
+                data: "{\"a\":1}".into()
+            }
+        );
         assert_eq!(whole[1].data, "x\ny");
         assert_eq!(whole[2].data, "[DONE]");
         for split in 0..body.len() {
-            assert_eq!(frames(&[&body[..split], &body[split..]]), whole, "split at {split}");
+            assert_eq!(
+                frames(&[&body[..split], &body[split..]]),
+                whole,
+                "split at {split}"
+            );
         }
         let bytes: Vec<&[u8]> = body.chunks(1).collect();
         assert_eq!(frames(&bytes), whole);
@@ -129,6 +142,12 @@ mod tests {
 
     #[test]
     fn last_event_without_blank_line_is_kept() {
-        assert_eq!(frames(&[b"data: tail"]), vec![Frame { event: None, data: "tail".into() }]);
+        assert_eq!(
+            frames(&[b"data: tail"]),
+            vec![Frame {
+                event: None,
+                data: "tail".into()
+            }]
+        );
     }
 }
