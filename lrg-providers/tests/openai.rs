@@ -686,20 +686,7 @@ async fn cancel_mid_stream_ends_at_once() {
     let config = OpenAiConfig::new(Dialect::LMSTUDIO, base, "m")
         .with_transport(timeouts(Duration::from_secs(30)));
     let model = OpenAiChat::new(config).unwrap();
-    let cancel = CancellationToken::new();
-    let mut stream = model.turn(ask("hi"), cancel.clone());
-    let first = tokio::time::timeout(WAIT, stream.next()).await.unwrap();
-    assert_eq!(first, Some(Ok(TurnEvent::TextDelta { text: "Hel".into() })));
-    cancel.cancel();
-    let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(5), stream.collect::<Vec<_>>())
-        .await
-        .expect("cancel must end the stream");
-    assert_eq!(
-        rest,
-        vec![Ok(TurnEvent::End {
-            stop: StopReason::Cancelled
-        })]
-    );
+    common::assert_cancel_ends_at_once(&model, ask("hi"), "Hel").await;
 }
 
 #[tokio::test]

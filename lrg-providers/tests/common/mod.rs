@@ -1,6 +1,6 @@
 //! Helpers shared by the provider adapter tests (each test binary uses a
 //! different subset, hence the `dead_code` allowance).
-#![allow(dead_code, clippy::unwrap_used)] // test helpers may panic
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -74,4 +74,40 @@ impl std::io::Write for LogBuffer {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// Start a turn on `model` (whose server streams `first_text`, then stalls),
+/// cancel it after that first delta, and check the stream ends at once with
+/// just `End { Cancelled }`.
+pub async fn assert_cancel_ends_at_once(
+    model: &impl lrg_providers::ChatModel,
+    request: lrg_providers::TurnRequest,
+    first_text: &str,
+) {
+    use futures::StreamExt as _;
+    use lrg_providers::{StopReason, TurnEvent};
+
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut stream = model.turn(request, cancel.clone());
+    let first = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("the first delta did not come in time");
+    assert_eq!(
+        first,
+        Some(Ok(TurnEvent::TextDelta {
+            text: first_text.into()
+        }))
+    );
+    let started = std::time::Instant::now();
+    cancel.cancel();
+    let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(5), stream.collect::<Vec<_>>())
+        .await
+        .expect("cancel must end the stream");
+    assert_eq!(
+        rest,
+        vec![Ok(TurnEvent::End {
+            stop: StopReason::Cancelled
+        })]
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
 }
