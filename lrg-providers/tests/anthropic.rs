@@ -745,58 +745,10 @@ fn info_says_where_the_conversation_goes() {
     assert_eq!(info.location, lrg_providers::ModelLocation::Cloud);
 }
 
-/// Frame and decode a body split into the given chunk sizes.
-fn decode_chunked(
-    body: &[u8],
-    sizes: &mut impl Iterator<Item = usize>,
-) -> Vec<Result<TurnEvent, String>> {
-    use lrg_providers::anthropic::AnthropicDecoder;
-    use lrg_providers::wire::{Decoder as _, Framer, Framing};
-    let mut framer = Framer::new(Framing::Sse);
-    let mut decoder = AnthropicDecoder::new(MODEL);
-    let (mut frames, mut out) = (Vec::new(), Vec::new());
-    let mut rest = body;
-    while !rest.is_empty() {
-        let (chunk, tail) = rest.split_at(sizes.next().unwrap_or(1).clamp(1, rest.len()));
-        framer.push(chunk, &mut frames);
-        rest = tail;
-    }
-    framer.finish(&mut frames);
-    let mut events = Vec::new();
-    for frame in frames.drain(..) {
-        if let Err(e) = decoder.decode(&frame, &mut out) {
-            events.extend(out.drain(..).map(Ok));
-            events.push(Err(e.to_string()));
-            return events;
-        }
-    }
-    let end = decoder.finish(&mut out);
-    events.extend(out.drain(..).map(Ok));
-    if let Err(e) = end {
-        events.push(Err(e.to_string()));
-    }
-    events
-}
-
 #[test]
 fn any_chunking_of_a_stream_decodes_the_same() {
     let body = sse(&thinking_and_two_calls());
-    let whole = decode_chunked(body.as_bytes(), &mut std::iter::repeat(body.len()));
-    assert!(whole.iter().all(Result::is_ok), "{whole:?}");
-    assert!(matches!(whole.last(), Some(Ok(TurnEvent::End { .. }))));
-    // A small deterministic generator: chunk sizes 1..=40, many seeds.
-    for seed in 1..200u64 {
-        let mut state = seed;
-        let mut sizes = std::iter::from_fn(|| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            Some((state >> 33) as usize % 40 + 1)
-        });
-        assert_eq!(
-            decode_chunked(body.as_bytes(), &mut sizes),
-            whole,
-            "seed {seed}"
-        );
-    }
+    common::assert_any_chunking_decodes_the_same(&body, || {
+        lrg_providers::anthropic::AnthropicDecoder::new(MODEL)
+    });
 }

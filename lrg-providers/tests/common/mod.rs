@@ -111,3 +111,67 @@ pub async fn assert_cancel_ends_at_once(
     );
     assert!(started.elapsed() < Duration::from_secs(1));
 }
+
+/// Frame (as SSE) and decode `body` split into chunks of the given sizes:
+/// the events, then the error that stopped decoding, if any.
+fn decode_chunked(
+    body: &[u8],
+    sizes: &mut impl Iterator<Item = usize>,
+    mut decoder: impl lrg_providers::wire::Decoder,
+) -> Vec<Result<lrg_providers::TurnEvent, String>> {
+    use lrg_providers::wire::{Framer, Framing};
+    let mut framer = Framer::new(Framing::Sse);
+    let (mut frames, mut out) = (Vec::new(), Vec::new());
+    let mut rest = body;
+    while !rest.is_empty() {
+        let (chunk, tail) = rest.split_at(sizes.next().unwrap_or(1).clamp(1, rest.len()));
+        framer.push(chunk, &mut frames);
+        rest = tail;
+    }
+    framer.finish(&mut frames);
+    let mut events = Vec::new();
+    for frame in frames.drain(..) {
+        if let Err(e) = decoder.decode(&frame, &mut out) {
+            events.extend(out.drain(..).map(Ok));
+            events.push(Err(e.to_string()));
+            return events;
+        }
+    }
+    let end = decoder.finish(&mut out);
+    events.extend(out.drain(..).map(Ok));
+    if let Err(e) = end {
+        events.push(Err(e.to_string()));
+    }
+    events
+}
+
+/// Decoding the SSE `body` whole must give a clean turn, and every split of it
+/// into chunks (sizes 1..=40 from many seeds) must give the same events.
+pub fn assert_any_chunking_decodes_the_same<D: lrg_providers::wire::Decoder>(
+    body: &str,
+    new_decoder: impl Fn() -> D,
+) {
+    use lrg_providers::TurnEvent;
+    let whole = decode_chunked(
+        body.as_bytes(),
+        &mut std::iter::repeat(body.len()),
+        new_decoder(),
+    );
+    assert!(whole.iter().all(Result::is_ok), "{whole:?}");
+    assert!(matches!(whole.last(), Some(Ok(TurnEvent::End { .. }))));
+    // A small deterministic generator: chunk sizes 1..=40, many seeds.
+    for seed in 1..200u64 {
+        let mut state = seed;
+        let mut sizes = std::iter::from_fn(|| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            Some((state >> 33) as usize % 40 + 1)
+        });
+        assert_eq!(
+            decode_chunked(body.as_bytes(), &mut sizes, new_decoder()),
+            whole,
+            "seed {seed}"
+        );
+    }
+}
