@@ -6,16 +6,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{LogBuffer, bodies};
-use futures::StreamExt as _;
+use common::{LogBuffer, bodies, events, turn};
 use lrg_providers::gemini::{GeminiChat, GeminiConfig};
 use lrg_providers::transport::TransportConfig;
 use lrg_providers::{
-    ApiKey, AssistantTurn, ChatModel, Image, Message, NativePart, Part, ProviderError, Role,
-    StopReason, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage, collect_turn,
+    ApiKey, ChatModel, Image, Message, NativePart, Part, ProviderError, Role, StopReason, ToolCall,
+    ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage,
 };
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -81,22 +79,6 @@ async fn serve(server: &MockServer, body: String) {
         .respond_with(sse_response(body))
         .mount(server)
         .await;
-}
-
-async fn events(model: &GeminiChat, request: TurnRequest) -> Vec<Result<TurnEvent, ProviderError>> {
-    let stream = model.turn(request, CancellationToken::new());
-    tokio::time::timeout(Duration::from_secs(10), stream.collect::<Vec<_>>())
-        .await
-        .unwrap()
-}
-
-async fn turn(model: &GeminiChat, request: TurnRequest) -> Result<AssistantTurn, ProviderError> {
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        collect_turn(model.turn(request, CancellationToken::new())),
-    )
-    .await
-    .unwrap()
 }
 
 fn ask(text: &str) -> TurnRequest {

@@ -8,13 +8,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::bodies;
+use common::{bodies, turn};
 use futures::StreamExt as _;
 use lrg_providers::ollama::{OllamaChat, OllamaConfig};
 use lrg_providers::transport::TransportConfig;
 use lrg_providers::{
-    AssistantTurn, ChatModel, Image, Message, ModelLocation, NativePart, Part, ProviderError,
-    StopReason, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage, collect_turn,
+    ChatModel, Image, Message, ModelLocation, NativePart, Part, ProviderError, StopReason,
+    ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -69,15 +69,6 @@ async fn mount(server: &MockServer, response: ResponseTemplate) {
         .respond_with(response)
         .mount(server)
         .await;
-}
-
-async fn turn(model: &OllamaChat, request: TurnRequest) -> Result<AssistantTurn, ProviderError> {
-    tokio::time::timeout(
-        WAIT,
-        collect_turn(model.turn(request, CancellationToken::new())),
-    )
-    .await
-    .expect("the turn did not end in time")
 }
 
 fn ask(text: &str) -> TurnRequest {

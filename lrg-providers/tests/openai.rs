@@ -8,22 +8,18 @@ mod common;
 
 use std::time::Duration;
 
-use common::bodies;
-use futures::StreamExt as _;
+use common::{bodies, events, turn};
 use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig};
 use lrg_providers::transport::TransportConfig;
 use lrg_providers::{
-    ApiKey, AssistantTurn, ChatModel, Image, Message, ModelLocation, NativePart, Part,
-    ProviderError, Role, StopReason, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage,
-    collect_turn,
+    ApiKey, ChatModel, Image, Message, ModelLocation, NativePart, Part, ProviderError, Role,
+    StopReason, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage,
 };
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const KEY: &str = "sk-test-openai-0123456789abcdef";
-const WAIT: Duration = Duration::from_secs(10);
 
 fn timeouts(idle: Duration) -> TransportConfig {
     TransportConfig {
@@ -78,26 +74,6 @@ async fn mount(server: &MockServer, response: ResponseTemplate) {
         .respond_with(response)
         .mount(server)
         .await;
-}
-
-async fn turn(model: &OpenAiChat, request: TurnRequest) -> Result<AssistantTurn, ProviderError> {
-    tokio::time::timeout(
-        WAIT,
-        collect_turn(model.turn(request, CancellationToken::new())),
-    )
-    .await
-    .expect("the turn did not end in time")
-}
-
-async fn events(model: &OpenAiChat, request: TurnRequest) -> Vec<Result<TurnEvent, ProviderError>> {
-    tokio::time::timeout(
-        WAIT,
-        model
-            .turn(request, CancellationToken::new())
-            .collect::<Vec<_>>(),
-    )
-    .await
-    .expect("the turn did not end in time")
 }
 
 fn ask(text: &str) -> TurnRequest {

@@ -175,3 +175,30 @@ pub fn assert_any_chunking_decodes_the_same<D: lrg_providers::wire::Decoder>(
         );
     }
 }
+
+/// How long a turn against a fake server may take before the test fails
+/// rather than hangs.
+const TURN_WAIT: Duration = Duration::from_secs(10);
+
+/// One whole turn on `model`, collected.
+pub async fn turn(
+    model: &impl lrg_providers::ChatModel,
+    request: lrg_providers::TurnRequest,
+) -> Result<lrg_providers::AssistantTurn, lrg_providers::ProviderError> {
+    let stream = model.turn(request, tokio_util::sync::CancellationToken::new());
+    tokio::time::timeout(TURN_WAIT, lrg_providers::collect_turn(stream))
+        .await
+        .expect("the turn did not end in time")
+}
+
+/// Every event of one turn on `model`, errors included.
+pub async fn events(
+    model: &impl lrg_providers::ChatModel,
+    request: lrg_providers::TurnRequest,
+) -> Vec<Result<lrg_providers::TurnEvent, lrg_providers::ProviderError>> {
+    use futures::StreamExt as _;
+    let stream = model.turn(request, tokio_util::sync::CancellationToken::new());
+    tokio::time::timeout(TURN_WAIT, stream.collect::<Vec<_>>())
+        .await
+        .expect("the turn did not end in time")
+}
