@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{LogBuffer, bodies, events, turn};
+use common::{LogBuffer, ask, bodies, events, turn};
 use lrg_providers::gemini::{GeminiChat, GeminiConfig};
 use lrg_providers::transport::TransportConfig;
 use lrg_providers::{
@@ -79,14 +79,6 @@ async fn serve(server: &MockServer, body: String) {
         .respond_with(sse_response(body))
         .mount(server)
         .await;
-}
-
-fn ask(text: &str) -> TurnRequest {
-    TurnRequest {
-        system: Some("You are terse.".into()),
-        messages: vec![Message::user(text)],
-        ..Default::default()
-    }
 }
 
 fn tool(name: &str) -> ToolSpec {

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{bodies, turn};
+use common::{ask, bodies, turn};
 use futures::StreamExt as _;
 use lrg_providers::ollama::{OllamaChat, OllamaConfig};
 use lrg_providers::transport::TransportConfig;
@@ -69,14 +69,6 @@ async fn mount(server: &MockServer, response: ResponseTemplate) {
         .respond_with(response)
         .mount(server)
         .await;
-}
-
-fn ask(text: &str) -> TurnRequest {
-    TurnRequest {
-        system: Some("You are terse.".into()),
-        messages: vec![Message::user(text)],
-        ..Default::default()
-    }
 }
 
 fn tool(name: &str, property: &str) -> ToolSpec {

@@ -202,3 +202,12 @@ pub async fn events(
         .await
         .expect("the turn did not end in time")
 }
+
+/// A one-message request with a short system prompt.
+pub fn ask(text: &str) -> lrg_providers::TurnRequest {
+    lrg_providers::TurnRequest {
+        system: Some("You are terse.".into()),
+        messages: vec![lrg_providers::Message::user(text)],
+        ..Default::default()
+    }
+}
