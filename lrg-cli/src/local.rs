@@ -8,11 +8,27 @@ use crate::exit::CliError;
 use crate::providers::ProviderModels;
 use crate::usage;
 
-/// A GGUF file as a chat model. The llama.cpp engine (`lrg_llama::LlamaEngine`)
-/// has not landed in `lrg-llama` yet; until it does this says so.
+/// A GGUF file as a chat model: llama.cpp, constrained to lrg's answer
+/// format so even a small model calls tools reliably.
 #[cfg(feature = "llama")]
 pub async fn llama(path: &str) -> Result<Arc<dyn ChatModel>, CliError> {
-    Err(usage!("--model llama:{path}: the llama.cpp engine is not in this build of lrg-llama yet"))
+    use lrg_providers::local_chat::LocalChatModel;
+    let path = std::path::PathBuf::from(path);
+    if !path.is_file() {
+        return Err(usage!(
+            "--model llama:{}: no such file (give the path of a .gguf model)",
+            path.display()
+        ));
+    }
+    let shown = path.display().to_string();
+    // Loading reads the whole file: keep it off the async workers.
+    let engine = tokio::task::spawn_blocking(move || {
+        lrg_llama::LlamaEngine::load(lrg_llama::LlamaConfig::new(path))
+    })
+    .await
+    .map_err(|e| usage!("--model llama:{shown}: loading failed: {e}"))?
+    .map_err(|e| usage!("--model llama:{shown}: {e}"))?;
+    Ok(Arc::new(LocalChatModel::new("llama", Arc::new(engine))))
 }
 
 /// Without the `llama` feature there is no engine to run a GGUF file on.

@@ -121,6 +121,24 @@ pub async fn host(args: &ToolArgs, strict: bool) -> Result<Arc<ToolHost>, CliErr
     Ok(host)
 }
 
+/// `value` with every object's keys sorted.
+fn canonical(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, canonical(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(canonical).collect()),
+        other => other,
+    }
+}
+
 fn shaped(info: &ToolInfo, target: SchemaArg) -> Value {
     let schema = &info.spec.input_schema;
     let result = match target {
@@ -168,7 +186,8 @@ pub async fn tools(args: ToolsArgs) -> Result<Exit, CliError> {
             if let Some(target) = args.schema {
                 row["schema"] = shaped(t, target);
             }
-            row
+            // Sorted keys: the same output whatever serde_json's features.
+            canonical(row)
         })
         .collect();
     if args.json {
@@ -176,7 +195,7 @@ pub async fn tools(args: ToolsArgs) -> Result<Exit, CliError> {
             .iter()
             .map(|f| json!({"server": f.server, "error": f.message}))
             .collect();
-        let out = json!({ "tools": rows, "failed_servers": failures });
+        let out = canonical(json!({ "tools": rows, "failed_servers": failures }));
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
         print_table(&rows, args.schema.is_some());

@@ -224,10 +224,32 @@ impl Recording {
 /// A request as the JSON value a recording holds. It goes through text so
 /// that numbers compare the same whether they were just serialized or read
 /// back from a file (an `f32` temperature would otherwise widen differently).
+///
+/// Keys are sorted, so the file and a diff read the same whether or not
+/// serde_json's `preserve_order` feature is on in the build.
 pub(crate) fn request_value(request: &crate::TurnRequest) -> Result<Value, ProviderError> {
     serde_json::to_string(request)
         .and_then(|text| serde_json::from_str(&text))
+        .map(canonical)
         .map_err(|e| ProviderError::Other {
             message: format!("cannot serialize the request: {e}"),
         })
+}
+
+/// `value` with every object's keys in sorted order.
+pub(crate) fn canonical(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, canonical(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(canonical).collect()),
+        other => other,
+    }
 }

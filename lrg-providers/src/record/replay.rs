@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::file::{RecordError, Recording, request_value};
+use super::file::{RecordError, Recording, canonical, request_value};
 use crate::{ChatModel, ModelInfo, ProviderError, StopReason, TurnEvent, TurnRequest, TurnStream};
 
 /// Plays a recording's answers back in order, one exchange per turn.
@@ -64,7 +64,7 @@ impl ReplayModel {
             s.push('\n');
             s
         };
-        let (old, new) = (pretty(recorded), pretty(now));
+        let (old, new) = (pretty(&canonical(recorded.clone())), pretty(now));
         let diff = similar::TextDiff::from_lines(&old, &new)
             .unified_diff()
             .context_radius(3)

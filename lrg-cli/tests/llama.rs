@@ -1,0 +1,55 @@
+//! `--model llama:FILE` end to end on a tiny random-weight GGUF written
+//! offline: the engine loads in-process, its answers are constrained to
+//! lrg's format (so even noise is a valid reply or a valid tool call), and
+//! the run ends with a defined exit code.
+#![cfg(feature = "llama")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Env, ran};
+use lrg_llama::testing::{TinyModelSpec, write_tiny_model};
+
+#[test]
+fn a_tiny_gguf_runs_offline_with_tools() {
+    let env = Env::new();
+    write_tiny_model(&env.path("tiny.gguf"), &TinyModelSpec::default()).unwrap();
+    let r = ran(env.lrg().args([
+        "run",
+        "--json",
+        "--model",
+        "llama:tiny.gguf",
+        "--mcp",
+        "lrg demo-server",
+        "--max-steps",
+        "2",
+        "What notes do I have?",
+    ]));
+    // Random weights: it may answer, or keep calling tools until the limit.
+    assert!(r.code == 0 || r.code == 3, "{r:?}");
+    let lines: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Named by the engine (the GGUF's own name), on the llama provider.
+    assert!(lines[0]["model"].as_str().unwrap().starts_with("llama:"), "{r:?}");
+    assert!(lines.iter().any(|l| l["type"] == "assistant_turn"), "{r:?}");
+    // Every call the model made was one of the offered tools.
+    for call in lines.iter().filter(|l| l["type"] == "tool_call") {
+        let tool = call["tool"].as_str().unwrap();
+        assert!(
+            ["add_note", "delete_notes", "list_notes", "read_note"].contains(&tool),
+            "{call}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_gguf_is_a_usage_error() {
+    let r = ran(Env::new()
+        .lrg()
+        .args(["run", "--model", "llama:nope.gguf", "hi"]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("nope.gguf: no such file"), "{r:?}");
+}
