@@ -29,9 +29,39 @@ const DELTAS: usize = 100_000;
 const EVENTS_PER_WRITE: usize = 8;
 
 const WORDS: &[&str] = &[
-    " The", " model", " streams", " tokens", " one", " at", " a", " time", ",", " and", " each", " arrives", " as", " its",
-    " own", " event", ".", "\n\n", " It", " may", " say", " \"quoted\"", " things", " or", " use", " émojis", " 🙂", " and",
-    " tabs\t", " too", ":", " `code`", " {braces}",
+    " The",
+    " model",
+    " streams",
+    " tokens",
+    " one",
+    " at",
+    " a",
+    " time",
+    ",",
+    " and",
+    " each",
+    " arrives",
+    " as",
+    " its",
+    " own",
+    " event",
+    ".",
+    "\n\n",
+    " It",
+    " may",
+    " say",
+    " \"quoted\"",
+    " things",
+    " or",
+    " use",
+    " émojis",
+    " 🙂",
+    " and",
+    " tabs\t",
+    " too",
+    ":",
+    " `code`",
+    " {braces}",
 ];
 
 fn word(i: usize) -> &'static str {
@@ -53,7 +83,10 @@ fn openai_chunk(delta: &serde_json::Value, finish: Option<&str>) -> String {
 /// The whole answer, in network-sized writes.
 fn openai_stream() -> Vec<Bytes> {
     let mut events = Vec::with_capacity(DELTAS + 4);
-    events.push(openai_chunk(&serde_json::json!({"role": "assistant", "content": "", "refusal": null}), None));
+    events.push(openai_chunk(
+        &serde_json::json!({"role": "assistant", "content": "", "refusal": null}),
+        None,
+    ));
     for i in 0..DELTAS {
         events.push(openai_chunk(&serde_json::json!({"content": word(i)}), None));
     }
@@ -65,7 +98,10 @@ fn openai_stream() -> Vec<Bytes> {
     });
     events.push(format!("data: {usage}\n\n"));
     events.push("data: [DONE]\n\n".to_string());
-    events.chunks(EVENTS_PER_WRITE).map(|c| Bytes::from(c.concat())).collect()
+    events
+        .chunks(EVENTS_PER_WRITE)
+        .map(|c| Bytes::from(c.concat()))
+        .collect()
 }
 
 fn ollama_stream() -> Vec<Bytes> {
@@ -83,7 +119,10 @@ fn ollama_stream() -> Vec<Bytes> {
         "prompt_eval_count": 19, "prompt_eval_duration": 23_456_789, "eval_count": DELTAS, "eval_duration": 9_000_000_000_u64
     });
     lines.push(format!("{done}\n"));
-    lines.chunks(EVENTS_PER_WRITE).map(|c| Bytes::from(c.concat())).collect()
+    lines
+        .chunks(EVENTS_PER_WRITE)
+        .map(|c| Bytes::from(c.concat()))
+        .collect()
 }
 
 // ---- the floor: the least a client can do with such a stream ----
@@ -142,7 +181,10 @@ impl Floor {
 // ---- decoders alone ----
 
 fn count_text(events: &mut Vec<TurnEvent>) -> usize {
-    let n = events.iter().filter(|e| matches!(e, TurnEvent::TextDelta { .. })).count();
+    let n = events
+        .iter()
+        .filter(|e| matches!(e, TurnEvent::TextDelta { .. }))
+        .count();
     black_box(&events);
     events.clear();
     n
@@ -186,8 +228,13 @@ fn decoders(c: &mut Criterion) {
     assert_eq!(decode_openai(&openai), DELTAS);
     assert_eq!(decode_ollama(&ollama), DELTAS);
     let mut group = c.benchmark_group("decode_100k_deltas");
-    group.sample_size(20).measurement_time(Duration::from_secs(8)).throughput(Throughput::Elements(DELTAS as u64));
-    group.bench_function("lrg_openai_sse", |b| b.iter(|| decode_openai(black_box(&openai))));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8))
+        .throughput(Throughput::Elements(DELTAS as u64));
+    group.bench_function("lrg_openai_sse", |b| {
+        b.iter(|| decode_openai(black_box(&openai)))
+    });
     group.bench_function("floor_sse_split_from_slice", |b| {
         b.iter(|| {
             let mut floor = Floor::default();
@@ -197,7 +244,9 @@ fn decoders(c: &mut Criterion) {
             assert_eq!(floor.deltas, DELTAS);
         })
     });
-    group.bench_function("lrg_ollama_ndjson", |b| b.iter(|| decode_ollama(black_box(&ollama))));
+    group.bench_function("lrg_ollama_ndjson", |b| {
+        b.iter(|| decode_ollama(black_box(&ollama)))
+    });
     group.finish();
 }
 
@@ -208,7 +257,11 @@ fn decoders(c: &mut Criterion) {
 fn fake_server(chunks: Vec<Bytes>) -> SocketAddr {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
@@ -217,7 +270,9 @@ fn fake_server(chunks: Vec<Bytes>) -> SocketAddr {
                 axum::routing::post(move || {
                     let chunks = chunks.clone();
                     async move {
-                        let body = axum::body::Body::from_stream(futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>)));
+                        let body = axum::body::Body::from_stream(futures::stream::iter(
+                            chunks.into_iter().map(Ok::<_, Infallible>),
+                        ));
                         ([("content-type", "text/event-stream")], body)
                     }
                 }),
@@ -229,7 +284,10 @@ fn fake_server(chunks: Vec<Bytes>) -> SocketAddr {
 }
 
 async fn via_lrg(model: &OpenAiChat) -> usize {
-    let request = TurnRequest { messages: vec![Message::user("Write a long story.")], ..Default::default() };
+    let request = TurnRequest {
+        messages: vec![Message::user("Write a long story.")],
+        ..Default::default()
+    };
     let mut stream = model.turn(request, CancellationToken::new());
     let mut deltas = 0;
     while let Some(event) = stream.next().await {
@@ -243,7 +301,13 @@ async fn via_lrg(model: &OpenAiChat) -> usize {
 
 async fn via_floor(client: &reqwest::Client, url: &str) -> usize {
     let body = serde_json::json!({"model": "gpt-4.1", "stream": true, "messages": [{"role": "user", "content": "Write a long story."}]});
-    let response = client.post(url).bearer_auth("sk-bench").json(&body).send().await.unwrap();
+    let response = client
+        .post(url)
+        .bearer_auth("sk-bench")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     let mut bytes = response.bytes_stream();
     let mut floor = Floor::default();
     while let Some(chunk) = bytes.next().await {
@@ -252,11 +316,19 @@ async fn via_floor(client: &reqwest::Client, url: &str) -> usize {
     floor.deltas
 }
 
-async fn via_async_openai(client: &async_openai::Client<async_openai::config::OpenAIConfig>) -> usize {
-    use async_openai::types::chat::{ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequestArgs};
+async fn via_async_openai(
+    client: &async_openai::Client<async_openai::config::OpenAIConfig>,
+) -> usize {
+    use async_openai::types::chat::{
+        ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequestArgs,
+    };
     let request = CreateChatCompletionRequestArgs::default()
         .model("gpt-4.1")
-        .messages([ChatCompletionRequestUserMessageArgs::default().content("Write a long story.").build().unwrap().into()])
+        .messages([ChatCompletionRequestUserMessageArgs::default()
+            .content("Write a long story.")
+            .build()
+            .unwrap()
+            .into()])
         .build()
         .unwrap();
     let mut stream = client.chat().create_stream(request).await.unwrap();
@@ -277,7 +349,10 @@ async fn via_async_openai(client: &async_openai::Client<async_openai::config::Op
 async fn via_genai(client: &genai::Client) -> usize {
     use genai::chat::{ChatMessage, ChatRequest, ChatStreamEvent};
     let request = ChatRequest::new(vec![ChatMessage::user("Write a long story.")]);
-    let response = client.exec_chat_stream("gpt-4.1", request, None).await.unwrap();
+    let response = client
+        .exec_chat_stream("gpt-4.1", request, None)
+        .await
+        .unwrap();
     let mut stream = response.stream;
     let mut deltas = 0;
     while let Some(event) = stream.next().await {
@@ -296,40 +371,67 @@ fn genai_client(base: &str) -> genai::Client {
     use genai::resolver::{AuthData, Endpoint, ServiceTargetResolver};
     use genai::{ModelIden, ServiceTarget};
     let endpoint = format!("{base}/");
-    let resolver = ServiceTargetResolver::from_resolver_fn(move |target: ServiceTarget| -> Result<ServiceTarget, genai::resolver::Error> {
-        Ok(ServiceTarget {
-            endpoint: Endpoint::from_owned(endpoint.clone()),
-            auth: AuthData::from_single("sk-bench"),
-            model: ModelIden::new(AdapterKind::OpenAI, target.model.model_name),
-        })
-    });
-    genai::Client::builder().with_service_target_resolver(resolver).build().unwrap()
+    let resolver = ServiceTargetResolver::from_resolver_fn(
+        move |target: ServiceTarget| -> Result<ServiceTarget, genai::resolver::Error> {
+            Ok(ServiceTarget {
+                endpoint: Endpoint::from_owned(endpoint.clone()),
+                auth: AuthData::from_single("sk-bench"),
+                model: ModelIden::new(AdapterKind::OpenAI, target.model.model_name),
+            })
+        },
+    );
+    genai::Client::builder()
+        .with_service_target_resolver(resolver)
+        .build()
+        .unwrap()
 }
 
 fn end_to_end(c: &mut Criterion) {
     let addr = fake_server(openai_stream());
     let base = format!("http://{addr}/v1");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
 
-    let lrg = OpenAiChat::new(OpenAiConfig::new(Dialect::OPENAI, &base, "gpt-4.1").with_api_key(ApiKey::new("sk-bench"))).unwrap();
+    let lrg = OpenAiChat::new(
+        OpenAiConfig::new(Dialect::OPENAI, &base, "gpt-4.1").with_api_key(ApiKey::new("sk-bench")),
+    )
+    .unwrap();
     let floor_client = reqwest::Client::new();
     let floor_url = format!("{base}/chat/completions");
-    let async_openai = async_openai::Client::with_config(async_openai::config::OpenAIConfig::new().with_api_base(&base).with_api_key("sk-bench"));
+    let async_openai = async_openai::Client::with_config(
+        async_openai::config::OpenAIConfig::new()
+            .with_api_base(&base)
+            .with_api_key("sk-bench"),
+    );
     let genai = genai_client(&base);
 
     // Every contender must see every delta, or the comparison means nothing.
     rt.block_on(async {
         assert_eq!(via_lrg(&lrg).await, DELTAS, "lrg");
         assert_eq!(via_floor(&floor_client, &floor_url).await, DELTAS, "floor");
-        assert_eq!(via_async_openai(&async_openai).await, DELTAS, "async-openai");
+        assert_eq!(
+            via_async_openai(&async_openai).await,
+            DELTAS,
+            "async-openai"
+        );
         assert_eq!(via_genai(&genai).await, DELTAS, "genai");
     });
 
     let mut group = c.benchmark_group("openai_stream_100k_deltas");
-    group.sample_size(10).measurement_time(Duration::from_secs(10)).throughput(Throughput::Elements(DELTAS as u64));
-    group.bench_function("floor_reqwest_split_from_slice", |b| b.to_async(&rt).iter(|| via_floor(&floor_client, &floor_url)));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Elements(DELTAS as u64));
+    group.bench_function("floor_reqwest_split_from_slice", |b| {
+        b.to_async(&rt)
+            .iter(|| via_floor(&floor_client, &floor_url))
+    });
     group.bench_function("lrg_OpenAiChat", |b| b.to_async(&rt).iter(|| via_lrg(&lrg)));
-    group.bench_function("async_openai", |b| b.to_async(&rt).iter(|| via_async_openai(&async_openai)));
+    group.bench_function("async_openai", |b| {
+        b.to_async(&rt).iter(|| via_async_openai(&async_openai))
+    });
     group.bench_function("genai", |b| b.to_async(&rt).iter(|| via_genai(&genai)));
     group.finish();
 }

@@ -607,10 +607,7 @@ fn chat_reads_messages_and_commands_from_stdin() {
         .args(["chat", "--model", "script:s.json"])
         .write_stdin("hi\n/retry\n/compact\n/bogus\n/help\n/clear\nhi again\n"));
     assert_eq!(r.code, 0, "{r:?}");
-    assert_eq!(
-        r.stdout, "Hello.\nHello again.\nFresh start.\n",
-        "{r:?}"
-    );
+    assert_eq!(r.stdout, "Hello.\nHello again.\nFresh start.\n", "{r:?}");
     for needle in [
         "lrg chat — script:s.json, 0 tool(s)",
         "conversation compacted; the summary:\nA summary.",

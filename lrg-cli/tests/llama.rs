@@ -33,7 +33,10 @@ fn a_tiny_gguf_runs_offline_with_tools() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     // Named by the engine (the GGUF's own name), on the llama provider.
-    assert!(lines[0]["model"].as_str().unwrap().starts_with("llama:"), "{r:?}");
+    assert!(
+        lines[0]["model"].as_str().unwrap().starts_with("llama:"),
+        "{r:?}"
+    );
     assert!(lines.iter().any(|l| l["type"] == "assistant_turn"), "{r:?}");
     // Every call the model made was one of the offered tools.
     for call in lines.iter().filter(|l| l["type"] == "tool_call") {

@@ -72,7 +72,10 @@ pub enum ProviderError {
 impl ProviderError {
     /// A transient error without a retry hint.
     pub fn transient(message: impl Into<String>) -> Self {
-        Self::Transient { message: message.into(), retry_after: None }
+        Self::Transient {
+            message: message.into(),
+            retry_after: None,
+        }
     }
 
     /// Whether retrying the same request may succeed.

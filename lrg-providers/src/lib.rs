@@ -24,10 +24,12 @@ pub mod ollama;
 pub mod openai;
 
 pub use error::ProviderError;
-pub use message::{Image, Message, NativePart, Part, Role, ToolAnnotations, ToolCall, ToolResult, ToolSpec};
+pub use message::{
+    Image, Message, NativePart, Part, Role, ToolAnnotations, ToolCall, ToolResult, ToolSpec,
+};
 pub use model::{
-    AssistantTurn, ChatModel, ModelInfo, ModelLocation, StopReason, TurnEvent, TurnRequest, TurnStream, Usage,
-    collect_turn,
+    AssistantTurn, ChatModel, ModelInfo, ModelLocation, StopReason, TurnEvent, TurnRequest,
+    TurnStream, Usage, collect_turn,
 };
 pub use model_ref::{ModelRef, ModelRefError, Provider};
 pub use retry::RetryPolicy;

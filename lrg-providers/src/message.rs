@@ -154,17 +154,26 @@ pub struct ToolAnnotations {
 impl Message {
     /// A user message holding one text part.
     pub fn user(text: impl Into<String>) -> Self {
-        Self { role: Role::User, parts: vec![Part::text(text)] }
+        Self {
+            role: Role::User,
+            parts: vec![Part::text(text)],
+        }
     }
 
     /// An assistant message holding one text part.
     pub fn assistant(text: impl Into<String>) -> Self {
-        Self { role: Role::Assistant, parts: vec![Part::text(text)] }
+        Self {
+            role: Role::Assistant,
+            parts: vec![Part::text(text)],
+        }
     }
 
     /// A tool message holding the given results.
     pub fn tool_results(results: impl IntoIterator<Item = ToolResult>) -> Self {
-        Self { role: Role::Tool, parts: results.into_iter().map(Part::ToolResult).collect() }
+        Self {
+            role: Role::Tool,
+            parts: results.into_iter().map(Part::ToolResult).collect(),
+        }
     }
 
     /// The concatenated text parts (not reasoning, not tool results).
@@ -237,7 +246,10 @@ mod base64_bytes {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
         let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        STANDARD.decode(s.as_bytes()).map(Bytes::from).map_err(serde::de::Error::custom)
+        STANDARD
+            .decode(s.as_bytes())
+            .map(Bytes::from)
+            .map_err(serde::de::Error::custom)
     }
 }
 

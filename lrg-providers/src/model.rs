@@ -179,7 +179,10 @@ impl AssistantTurn {
 
     /// The turn as an assistant message for the history.
     pub fn into_message(self) -> Message {
-        Message { role: Role::Assistant, parts: self.parts }
+        Message {
+            role: Role::Assistant,
+            parts: self.parts,
+        }
     }
 }
 

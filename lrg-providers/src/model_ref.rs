@@ -64,7 +64,10 @@ impl Provider {
 
     /// Whether the conversation leaves the machine for a third party's cloud.
     pub fn is_cloud(self) -> bool {
-        matches!(self, Provider::OpenAi | Provider::Anthropic | Provider::Gemini)
+        matches!(
+            self,
+            Provider::OpenAi | Provider::Anthropic | Provider::Gemini
+        )
     }
 }
 
@@ -116,7 +119,10 @@ pub enum ModelRefError {
 impl ModelRef {
     /// A reference from its parts.
     pub fn new(provider: Provider, model: impl Into<String>) -> Self {
-        Self { provider, model: model.into() }
+        Self {
+            provider,
+            model: model.into(),
+        }
     }
 }
 
@@ -138,7 +144,10 @@ impl FromStr for ModelRef {
         if model.is_empty() {
             return Err(ModelRefError::MissingModel(s.to_string()));
         }
-        Ok(Self { provider, model: model.to_string() })
+        Ok(Self {
+            provider,
+            model: model.to_string(),
+        })
     }
 }
 
@@ -159,15 +168,27 @@ mod tests {
         assert_eq!(r.model, "qwen3:8b");
         assert_eq!(r.to_string(), "ollama:qwen3:8b");
         let r: ModelRef = "llama:/models/x.gguf".parse().unwrap();
-        assert_eq!((r.provider, r.model.as_str()), (Provider::Llama, "/models/x.gguf"));
+        assert_eq!(
+            (r.provider, r.model.as_str()),
+            (Provider::Llama, "/models/x.gguf")
+        );
     }
 
     #[test]
     fn clear_errors() {
         assert_eq!("".parse::<ModelRef>(), Err(ModelRefError::Empty));
-        assert!(matches!(":x".parse::<ModelRef>(), Err(ModelRefError::MissingProvider(_))));
-        assert!(matches!("gpt-4".parse::<ModelRef>(), Err(ModelRefError::MissingProvider(_))));
-        assert!(matches!("openai:".parse::<ModelRef>(), Err(ModelRefError::MissingModel(_))));
+        assert!(matches!(
+            ":x".parse::<ModelRef>(),
+            Err(ModelRefError::MissingProvider(_))
+        ));
+        assert!(matches!(
+            "gpt-4".parse::<ModelRef>(),
+            Err(ModelRefError::MissingProvider(_))
+        ));
+        assert!(matches!(
+            "openai:".parse::<ModelRef>(),
+            Err(ModelRefError::MissingModel(_))
+        ));
         let e = "foo:bar".parse::<ModelRef>().unwrap_err();
         assert!(e.to_string().contains("unknown provider \"foo\""), "{e}");
     }

@@ -28,7 +28,10 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// A policy that never retries.
     pub fn none() -> Self {
-        Self { max_retries: 0, ..Self::default() }
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
     }
 
     /// Delay before retry number `attempt` (1-based).
@@ -82,13 +85,19 @@ mod tests {
     #[test]
     fn retry_after_wins_but_is_capped() {
         let p = RetryPolicy::default();
-        assert_eq!(p.delay(1, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
         assert_eq!(p.delay(1, Some(Duration::from_secs(3600))), p.max_delay);
     }
 
     #[test]
     fn allows_counts_retries() {
-        let p = RetryPolicy { max_retries: 2, ..RetryPolicy::default() };
+        let p = RetryPolicy {
+            max_retries: 2,
+            ..RetryPolicy::default()
+        };
         assert!(p.allows(1) && p.allows(2) && !p.allows(3));
         assert!(!RetryPolicy::none().allows(1));
     }

@@ -87,7 +87,11 @@ impl ScriptedModel {
 
     /// A model playing `turns`, reporting `name` as its model name.
     pub fn named(name: impl Into<String>, turns: Vec<ScriptedTurn>) -> Self {
-        Self { name: name.into(), turns: Arc::new(turns), state: Arc::default() }
+        Self {
+            name: name.into(),
+            turns: Arc::new(turns),
+            state: Arc::default(),
+        }
     }
 
     /// Parse a script from JSON text (an array of turns).
@@ -107,9 +111,9 @@ impl ScriptedModel {
             message: format!("cannot read script {}: {e}", path.display()),
         })?;
         Self::from_json(path.display().to_string(), &json).map_err(|e| match e {
-            ProviderError::Config { message } => {
-                ProviderError::Config { message: format!("{}: {message}", path.display()) }
-            }
+            ProviderError::Config { message } => ProviderError::Config {
+                message: format!("{}: {message}", path.display()),
+            },
             other => other,
         })
     }
@@ -222,7 +226,9 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
             return None;
         }
         let start = rest.len() - rest.trim_start().len();
-        let end = rest[start..].find(char::is_whitespace).map_or(rest.len(), |i| start + i);
+        let end = rest[start..]
+            .find(char::is_whitespace)
+            .map_or(rest.len(), |i| start + i);
         let (word, tail) = rest.split_at(end);
         rest = tail;
         Some(word)
@@ -250,16 +256,31 @@ mod tests {
                {"error":{"transient":true,"message":"busy"}}]"#,
         )
         .unwrap();
-        let req = TurnRequest { messages: vec![Message::user("hi")], ..Default::default() };
-        let turn = collect_turn(model.turn(req.clone(), CancellationToken::new())).await.unwrap();
+        let req = TurnRequest {
+            messages: vec![Message::user("hi")],
+            ..Default::default()
+        };
+        let turn = collect_turn(model.turn(req.clone(), CancellationToken::new()))
+            .await
+            .unwrap();
         assert_eq!(turn.text(), "hello there");
         assert_eq!(turn.tool_calls()[0].name, "ls");
         assert_eq!(turn.tool_calls()[0].id, "call_1_1");
         assert_eq!(turn.stop, Some(StopReason::ToolCalls));
-        assert_eq!(turn.usage, Some(Usage { prompt_tokens: 10, completion_tokens: 3 }));
-        let err = collect_turn(model.turn(req.clone(), CancellationToken::new())).await.unwrap_err();
+        assert_eq!(
+            turn.usage,
+            Some(Usage {
+                prompt_tokens: 10,
+                completion_tokens: 3
+            })
+        );
+        let err = collect_turn(model.turn(req.clone(), CancellationToken::new()))
+            .await
+            .unwrap_err();
         assert!(err.is_transient());
-        let err = collect_turn(model.turn(req, CancellationToken::new())).await.unwrap_err();
+        let err = collect_turn(model.turn(req, CancellationToken::new()))
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("script exhausted"), "{err}");
         assert_eq!(model.requests().len(), 3);
     }
@@ -269,7 +290,10 @@ mod tests {
         let err = ScriptedModel::from_json("t", r#"[{"txt":"x"}]"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `txt`"), "{err}");
         let err = ScriptedModel::from_file("/nonexistent/script.json").unwrap_err();
-        assert!(err.to_string().contains("/nonexistent/script.json"), "{err}");
+        assert!(
+            err.to_string().contains("/nonexistent/script.json"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
@@ -286,7 +310,12 @@ mod tests {
         assert_eq!(first, TurnEvent::TextDelta { text: "one".into() });
         cancel.cancel();
         let next = stream.next().await.unwrap().unwrap();
-        assert_eq!(next, TurnEvent::End { stop: StopReason::Cancelled });
+        assert_eq!(
+            next,
+            TurnEvent::End {
+                stop: StopReason::Cancelled
+            }
+        );
         assert!(stream.next().await.is_none());
     }
 }

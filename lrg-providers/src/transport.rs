@@ -24,7 +24,10 @@ pub struct TransportConfig {
 
 impl Default for TransportConfig {
     fn default() -> Self {
-        Self { connect_timeout: Duration::from_secs(10), idle_timeout: Duration::from_secs(120) }
+        Self {
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+        }
     }
 }
 
@@ -44,7 +47,9 @@ impl HttpTransport {
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .build()
-            .map_err(|e| ProviderError::Config { message: format!("cannot build the HTTP client: {e}") })?;
+            .map_err(|e| ProviderError::Config {
+                message: format!("cannot build the HTTP client: {e}"),
+            })?;
         Ok(Self { client, config })
     }
 
@@ -172,15 +177,20 @@ impl HttpTransport {
             .map_err(|e| send_error(&e, key))?;
         let status = response.status();
         let headers = response.headers().clone();
-        let body = response
-            .text()
-            .await
-            .map_err(|e| ProviderError::transient(format!("reading the answer failed: {}", scrub(&e.to_string(), key))))?;
+        let body = response.text().await.map_err(|e| {
+            ProviderError::transient(format!(
+                "reading the answer failed: {}",
+                scrub(&e.to_string(), key)
+            ))
+        })?;
         if !status.is_success() {
             return Err(status_error(status.as_u16(), &headers, &body, key));
         }
         serde_json::from_str(&body).map_err(|e| ProviderError::Protocol {
-            message: format!("the server's answer is not JSON ({e}): {}", truncate(&scrub(&body, key), 300)),
+            message: format!(
+                "the server's answer is not JSON ({e}): {}",
+                truncate(&scrub(&body, key), 300)
+            ),
         })
     }
 
@@ -200,10 +210,15 @@ fn scrub(text: &str, key: Option<&ApiKey>) -> String {
 
 /// Map a failure to send (connect, reset, DNS, TLS) to an error.
 pub fn send_error(e: &reqwest::Error, key: Option<&ApiKey>) -> ProviderError {
-    let url = e.url().map(|u| format!(" {}{}", u.host_str().unwrap_or(""), port_suffix(u))).unwrap_or_default();
+    let url = e
+        .url()
+        .map(|u| format!(" {}{}", u.host_str().unwrap_or(""), port_suffix(u)))
+        .unwrap_or_default();
     let what = scrub(&e.without_url_string(), key);
     if e.is_builder() {
-        return ProviderError::Config { message: format!("invalid request: {what}") };
+        return ProviderError::Config {
+            message: format!("invalid request: {what}"),
+        };
     }
     ProviderError::transient(format!("cannot reach{url}: {what}"))
 }
@@ -230,7 +245,11 @@ impl WithoutUrl for reqwest::Error {
         } else {
             "HTTP error"
         };
-        if chain.is_empty() { head.to_string() } else { format!("{head}: {}", chain.join(": ")) }
+        if chain.is_empty() {
+            head.to_string()
+        } else {
+            format!("{head}: {}", chain.join(": "))
+        }
     }
 }
 
@@ -239,7 +258,12 @@ fn port_suffix(u: &reqwest::Url) -> String {
 }
 
 /// Map a non-2xx answer to an error, with the server's message and retry hint.
-pub fn status_error(status: u16, headers: &HeaderMap, body: &str, key: Option<&ApiKey>) -> ProviderError {
+pub fn status_error(
+    status: u16,
+    headers: &HeaderMap,
+    body: &str,
+    key: Option<&ApiKey>,
+) -> ProviderError {
     let body = scrub(body, key);
     let detail = error_detail(&body);
     let message = format!("HTTP {status}: {}", truncate(&detail, MAX_ERROR_BODY));
@@ -248,13 +272,18 @@ pub fn status_error(status: u16, headers: &HeaderMap, body: &str, key: Option<&A
         return ProviderError::ContextOverflow { message };
     }
     match status {
-        401 | 403 => ProviderError::Auth { message: format!("{message} (check the API key)") },
+        401 | 403 => ProviderError::Auth {
+            message: format!("{message} (check the API key)"),
+        },
         404 => ProviderError::ModelNotFound { message },
         408 | 409 | 425 | 429 | 500..=599 => ProviderError::Transient {
             message,
             retry_after: retry_after(headers, &body),
         },
-        400 | 413 | 422 if lower.contains("model") && (lower.contains("not found") || lower.contains("does not exist")) => {
+        400 | 413 | 422
+            if lower.contains("model")
+                && (lower.contains("not found") || lower.contains("does not exist")) =>
+        {
             ProviderError::ModelNotFound { message }
         }
         _ => ProviderError::BadRequest { message },
@@ -295,7 +324,12 @@ fn error_detail(body: &str) -> String {
 /// Retry hint from `retry-after-ms`, `Retry-After` (seconds) or Gemini's
 /// `retryDelay` in the error body.
 pub fn retry_after(headers: &HeaderMap, body: &str) -> Option<Duration> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
         && ms.is_finite()
         && ms >= 0.0
@@ -329,11 +363,28 @@ mod tests {
     #[test]
     fn classifies_statuses() {
         let h = HeaderMap::new();
-        assert!(matches!(status_error(401, &h, "{\"error\":{\"message\":\"bad key\"}}", None), ProviderError::Auth { .. }));
+        assert!(matches!(
+            status_error(401, &h, "{\"error\":{\"message\":\"bad key\"}}", None),
+            ProviderError::Auth { .. }
+        ));
         assert!(status_error(503, &h, "overloaded", None).is_transient());
-        assert!(matches!(status_error(400, &h, "{\"error\":{\"message\":\"This model's maximum context length is 8192 tokens\"}}", None), ProviderError::ContextOverflow { .. }));
-        assert!(matches!(status_error(404, &h, "nope", None), ProviderError::ModelNotFound { .. }));
-        assert!(matches!(status_error(400, &h, "bad", None), ProviderError::BadRequest { .. }));
+        assert!(matches!(
+            status_error(
+                400,
+                &h,
+                "{\"error\":{\"message\":\"This model's maximum context length is 8192 tokens\"}}",
+                None
+            ),
+            ProviderError::ContextOverflow { .. }
+        ));
+        assert!(matches!(
+            status_error(404, &h, "nope", None),
+            ProviderError::ModelNotFound { .. }
+        ));
+        assert!(matches!(
+            status_error(400, &h, "bad", None),
+            ProviderError::BadRequest { .. }
+        ));
     }
 
     #[test]
@@ -344,14 +395,26 @@ mod tests {
         h.insert("retry-after-ms", HeaderValue::from_static("250"));
         assert_eq!(retry_after(&h, ""), Some(Duration::from_millis(250)));
         let body = r#"{"error":{"code":429,"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"3s"}]}}"#;
-        assert_eq!(retry_after(&HeaderMap::new(), body), Some(Duration::from_secs(3)));
-        assert!(status_error(429, &HeaderMap::new(), body, None).retry_after().is_some());
+        assert_eq!(
+            retry_after(&HeaderMap::new(), body),
+            Some(Duration::from_secs(3))
+        );
+        assert!(
+            status_error(429, &HeaderMap::new(), body, None)
+                .retry_after()
+                .is_some()
+        );
     }
 
     #[test]
     fn key_is_scrubbed() {
         let key = ApiKey::new("sk-abcdef123456");
-        let e = status_error(401, &HeaderMap::new(), "invalid key sk-abcdef123456", Some(&key));
+        let e = status_error(
+            401,
+            &HeaderMap::new(),
+            "invalid key sk-abcdef123456",
+            Some(&key),
+        );
         assert!(!e.to_string().contains("sk-abcdef123456"), "{e}");
     }
 }
