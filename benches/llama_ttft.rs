@@ -68,12 +68,10 @@ async fn first_token(
     };
     let start = Instant::now();
     let mut stream = engine.generate(turn, CancellationToken::new());
-    loop {
-        match stream.next().await {
-            Some(Ok(EngineEvent::Delta { .. })) => break,
-            Some(Ok(EngineEvent::Done { .. })) | None => panic!("no token"),
-            Some(Err(e)) => panic!("{e}"),
-        }
+    match stream.next().await {
+        Some(Ok(EngineEvent::Delta { .. })) => {}
+        Some(Ok(EngineEvent::Done { .. })) | None => panic!("no token"),
+        Some(Err(e)) => panic!("{e}"),
     }
     let elapsed = start.elapsed();
     // Let the turn finish so the cache state is settled for the next one.
