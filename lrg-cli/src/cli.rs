@@ -12,18 +12,13 @@ Exit codes:
   2  bad usage or configuration
   3  stopped (Ctrl-C) or the step limit (--max-steps) ran out";
 
-const MODEL_HELP: &str = "\
-Models (--model provider:model, default $LRG_MODEL, else the first local server that answers):
-  openai:gpt-4.1                OPENAI_API_KEY
-  anthropic:claude-sonnet-4-5   ANTHROPIC_API_KEY
-  gemini:gemini-2.5-flash       GEMINI_API_KEY (or GOOGLE_API_KEY)
-  ollama:qwen3:8b               an Ollama server ($OLLAMA_HOST, default http://localhost:11434)
-  lmstudio:qwen3-8b             an LM Studio server (http://localhost:1234/v1, or --base-url)
-  server:my-model               your OpenAI-compatible host (--base-url or $LRG_SERVER_URL;
-                                key, if it wants one, in $LRG_SERVER_API_KEY)
-  llama:/path/to/model.gguf     llama.cpp in this process
-  script:turns.json             a ScriptedModel file (scripted answers)
-  replay:recording.json         a recording made with --record";
+/// The "Models" help, from the provider table.
+pub fn model_help() -> String {
+    format!(
+        "Models (--model provider:model, default $LRG_MODEL, else the first local model found):\n{}",
+        lrg_providers::Provider::help_lines()
+    )
+}
 
 /// `lrg`: an agent chat runtime. A model works a set of tools (MCP servers)
 /// and a person approves what it may change.
@@ -39,10 +34,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one message to completion, for scripts and CI
-    #[command(after_help = format!("{MODEL_HELP}\n\n{EXIT_CODES}"))]
+    #[command(after_help = format!("{}\n\n{EXIT_CODES}", model_help()))]
     Run(RunArgs),
     /// Chat in the terminal (/retry, /clear, /compact, /help)
-    #[command(after_help = format!("{MODEL_HELP}\n\n{EXIT_CODES}"))]
+    #[command(after_help = format!("{}\n\n{EXIT_CODES}", model_help()))]
     Chat(ChatArgs),
     /// List the models reachable now, by provider
     #[command(after_help = EXIT_CODES)]
@@ -188,6 +183,9 @@ pub struct ModelsArgs {
     /// Base URL of your OpenAI-compatible server, to list its models too (default $LRG_SERVER_URL)
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// List only models that keep the conversation off third-party clouds
+    #[arg(long, env = "LRG_LOCAL_ONLY", value_parser = clap::builder::BoolishValueParser::new())]
+    pub local_only: bool,
 }
 
 /// Which shaped schema `lrg tools --schema` prints.

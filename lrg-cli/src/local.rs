@@ -1,61 +1,68 @@
-//! In-process models: a GGUF file run by llama.cpp (feature `llama`).
+//! In-process engines this binary links in: llama.cpp for GGUF files
+//! (feature `llama`). They are registered with the library's
+//! [`Connections`], which lists their model files and loads them.
 
-use std::sync::Arc;
-
-use lrg_providers::ChatModel;
+use lrg_providers::catalog::Connections;
+use lrg_providers::{ModelRef, Provider};
 
 use crate::exit::CliError;
-use crate::providers::ProviderModels;
 use crate::usage;
 
-/// A GGUF file as a chat model: llama.cpp, constrained to lrg's answer
-/// format so even a small model calls tools reliably.
+/// llama.cpp, constrained to lrg's answer format so even a small model calls
+/// tools reliably.
 #[cfg(feature = "llama")]
-pub async fn llama(path: &str) -> Result<Arc<dyn ChatModel>, CliError> {
+mod llama {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use futures::future::BoxFuture;
+    use lrg_providers::catalog::EngineLoader;
     use lrg_providers::local_chat::LocalChatModel;
-    let path = std::path::PathBuf::from(path);
-    if !path.is_file() {
-        return Err(usage!(
-            "--model llama:{}: no such file (give the path of a .gguf model)",
-            path.display()
-        ));
+    use lrg_providers::{ChatModel, ProviderError};
+
+    pub struct Llama;
+
+    impl EngineLoader for Llama {
+        fn load(
+            &self,
+            path: PathBuf,
+        ) -> BoxFuture<'static, Result<Arc<dyn ChatModel>, ProviderError>> {
+            Box::pin(async move {
+                if !path.is_file() {
+                    return Err(ProviderError::Config {
+                        message: "no such file (give the path of a .gguf model)".into(),
+                    });
+                }
+                // Loading reads the whole file: keep it off the async workers.
+                let engine = tokio::task::spawn_blocking(move || {
+                    lrg_llama::LlamaEngine::load(lrg_llama::LlamaConfig::new(path))
+                })
+                .await
+                .map_err(|e| ProviderError::Config {
+                    message: format!("loading failed: {e}"),
+                })??;
+                let model: Arc<dyn ChatModel> =
+                    Arc::new(LocalChatModel::new("llama", Arc::new(engine)));
+                Ok(model)
+            })
+        }
     }
-    let shown = path.display().to_string();
-    // Loading reads the whole file: keep it off the async workers.
-    let engine = tokio::task::spawn_blocking(move || {
-        lrg_llama::LlamaEngine::load(lrg_llama::LlamaConfig::new(path))
+}
+
+/// `connections` with the engines of this build.
+pub fn with_engines(connections: Connections) -> Connections {
+    #[cfg(feature = "llama")]
+    let connections = connections.with_engine(Provider::Llama, std::sync::Arc::new(llama::Llama));
+    connections
+}
+
+/// Without the `llama` feature there is no engine to run a GGUF file on: one
+/// line that says how to get it.
+pub fn missing_engine(model_ref: &ModelRef) -> Option<CliError> {
+    (model_ref.provider == Provider::Llama && !cfg!(feature = "llama")).then(|| {
+        usage!(
+            "--model {model_ref}: this lrg was built without the llama.cpp engine; \
+             install it with `cargo install --path lrg-cli --features llama` (needs cmake and libclang)"
+        )
     })
-    .await
-    .map_err(|e| usage!("--model llama:{shown}: loading failed: {e}"))?
-    .map_err(|e| usage!("--model llama:{shown}: {e}"))?;
-    Ok(Arc::new(LocalChatModel::new("llama", Arc::new(engine))))
-}
-
-/// Without the `llama` feature there is no engine to run a GGUF file on.
-#[cfg(not(feature = "llama"))]
-pub async fn llama(path: &str) -> Result<Arc<dyn ChatModel>, CliError> {
-    Err(usage!(
-        "--model llama:{path}: this lrg was built without the `llama` feature"
-    ))
-}
-
-/// The `llama` line of `lrg models`: files are named, not discovered.
-pub fn llama_listing() -> ProviderModels {
-    let (available, reason) = if cfg!(feature = "llama") {
-        (
-            true,
-            Some("run any GGUF file with --model llama:/path/to/model.gguf".to_string()),
-        )
-    } else {
-        (
-            false,
-            Some("this lrg was built without the `llama` feature".to_string()),
-        )
-    };
-    ProviderModels {
-        provider: "llama",
-        available,
-        reason,
-        models: Vec::new(),
-    }
 }

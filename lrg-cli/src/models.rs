@@ -1,4 +1,8 @@
-//! `lrg models`: what can be run now, by provider.
+//! `lrg models`: a view of the library's [`ModelCatalog`], grouped by
+//! provider.
+
+use lrg_providers::ModelLocation;
+use lrg_providers::catalog::{CatalogModel, ModelCatalog, ProviderModels};
 
 use crate::cli::{ModelArgs, ModelsArgs};
 use crate::exit::{CliError, Exit};
@@ -10,25 +14,72 @@ pub async fn models(args: ModelsArgs) -> Result<Exit, CliError> {
         model: None,
         base_url: args.base_url.clone(),
     };
-    let all = crate::providers::list_all(&model_args).await;
+    let connections =
+        crate::providers::connections(&model_args, Some(lrg_providers::Provider::Server));
+    let listing = ModelCatalog::new(connections).list().await;
+    let shown: Vec<&ProviderModels> = listing
+        .iter()
+        .filter(|g| !args.local_only || g.locality != ModelLocation::Cloud)
+        .collect();
     if args.json {
-        let out = serde_json::json!({ "providers": all });
+        let out = serde_json::json!({ "providers": shown });
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
         return Ok(Exit::Replied);
     }
-    for p in &all {
-        match (&p.reason, p.available) {
-            (Some(reason), false) => println!("{}: not available: {reason}", p.provider),
-            (Some(note), true) => println!("{}: {note}", p.provider),
-            (None, _) => println!("{}: {} model(s)", p.provider, p.models.len()),
-        }
-        for m in &p.models {
-            let window = m
-                .context_window
-                .map(|w| format!("  ({w} tokens)"))
-                .unwrap_or_default();
-            println!("  {}:{}{window}", p.provider, m.model);
+    print!("{}", table(&shown));
+    Ok(Exit::Replied)
+}
+
+fn locality(l: ModelLocation) -> &'static str {
+    match l {
+        ModelLocation::Local => "on this machine",
+        ModelLocation::Server => "your server",
+        ModelLocation::Cloud => "cloud",
+    }
+}
+
+/// The human table: a heading per provider, a line per model.
+fn table(groups: &[&ProviderModels]) -> String {
+    let mut out = String::new();
+    for g in groups {
+        let state = match g.availability.reason() {
+            Some(reason) => format!("not available: {reason}"),
+            None => format!("{} model(s)", g.models.len()),
+        };
+        out.push_str(&format!(
+            "{} ({}): {state}\n",
+            g.provider,
+            locality(g.locality)
+        ));
+        for m in &g.models {
+            out.push_str(&format!("  {}\n", model_line(m)));
         }
     }
-    Ok(Exit::Replied)
+    out
+}
+
+fn model_line(m: &CatalogModel) -> String {
+    let mut notes = vec![if m.window_assumed {
+        format!("{} tokens assumed", m.context_window)
+    } else {
+        format!("{} tokens", m.context_window)
+    }];
+    if m.vision == Some(true) {
+        notes.push("images".into());
+    }
+    if m.native_tools == Some(true) {
+        notes.push("tools".into());
+    }
+    if let Some(size) = m.size_bytes {
+        notes.push(format!("{:.1} GB", size as f64 / 1e9));
+    }
+    if let Some(host) = &m.sends_to {
+        notes.push(format!("sent to {host}"));
+    }
+    let name = m
+        .name
+        .as_deref()
+        .map(|n| format!(" \"{n}\""))
+        .unwrap_or_default();
+    format!("{}{name}  ({})", m.id, notes.join(", "))
 }

@@ -18,6 +18,8 @@ pub mod schema;
 pub mod transport;
 pub mod wire;
 
+pub mod catalog;
+
 pub mod anthropic;
 pub mod gemini;
 pub mod ollama;

@@ -3,90 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-
-/// The providers lrg knows how to reach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    /// OpenAI's cloud API.
-    OpenAi,
-    /// Anthropic's Messages API.
-    Anthropic,
-    /// Google's Gemini API.
-    Gemini,
-    /// An Ollama server (native `/api/chat`).
-    Ollama,
-    /// An LM Studio server (OpenAI-compatible).
-    LmStudio,
-    /// Any other OpenAI-compatible server, at a configured base URL.
-    Server,
-    /// A GGUF file run in-process by llama.cpp.
-    Llama,
-    /// A model directory run by the MLX sidecar.
-    Mlx,
-    /// A [`crate::ScriptedModel`] JSON file.
-    Script,
-    /// A recording played back.
-    Replay,
-}
-
-impl Provider {
-    /// Every provider, in display order.
-    pub const ALL: [Provider; 10] = [
-        Provider::OpenAi,
-        Provider::Anthropic,
-        Provider::Gemini,
-        Provider::Ollama,
-        Provider::LmStudio,
-        Provider::Server,
-        Provider::Llama,
-        Provider::Mlx,
-        Provider::Script,
-        Provider::Replay,
-    ];
-
-    /// The prefix used in model ids.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
-            Provider::Gemini => "gemini",
-            Provider::Ollama => "ollama",
-            Provider::LmStudio => "lmstudio",
-            Provider::Server => "server",
-            Provider::Llama => "llama",
-            Provider::Mlx => "mlx",
-            Provider::Script => "script",
-            Provider::Replay => "replay",
-        }
-    }
-
-    /// Whether the conversation leaves the machine for a third party's cloud.
-    pub fn is_cloud(self) -> bool {
-        matches!(
-            self,
-            Provider::OpenAi | Provider::Anthropic | Provider::Gemini
-        )
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Provider {
-    type Err = ModelRefError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Provider::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or_else(|| ModelRefError::UnknownProvider(s.to_string()))
-    }
-}
+pub use crate::catalog::Provider;
 
 /// A parsed `provider:model` id. The model part may itself contain colons.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -110,9 +27,7 @@ pub enum ModelRefError {
     #[error("model id {0:?} has no model after the provider")]
     MissingModel(String),
     /// The provider is not one lrg knows.
-    #[error(
-        "unknown provider {0:?}; known: openai, anthropic, gemini, ollama, lmstudio, server, llama, mlx, script, replay"
-    )]
+    #[error("unknown provider {0:?}; known: {known}", known = Provider::known_ids())]
     UnknownProvider(String),
 }
 
@@ -194,9 +109,8 @@ mod tests {
     }
 
     #[test]
-    fn every_provider_round_trips() {
-        for p in Provider::ALL {
-            assert_eq!(p.as_str().parse::<Provider>(), Ok(p));
-        }
+    fn the_unknown_provider_message_lists_the_table() {
+        let e = "foo:bar".parse::<ModelRef>().unwrap_err().to_string();
+        assert!(e.contains(&Provider::known_ids()), "{e}");
     }
 }

@@ -51,6 +51,12 @@ pub fn encode(request: &TurnRequest, config: &OllamaConfig) -> Result<Value, Pro
         .or(config.max_tokens)
         .unwrap_or(DEFAULT_NUM_PREDICT);
     options.insert("num_predict".into(), Value::from(budget));
+    // Ollama runs a model at its own small default context (2,048 to 4,096
+    // tokens) unless told, and then silently cuts the tool list and history:
+    // send the window the session fits the conversation into.
+    if let Some(window) = config.context_window {
+        options.insert("num_ctx".into(), Value::from(window));
+    }
     if let Some(t) = request.temperature.or(config.temperature) {
         options.insert("temperature".into(), Value::from(decimal(t)));
     }

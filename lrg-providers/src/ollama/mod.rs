@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use decode::OllamaDecoder;
 pub use encode::{DEFAULT_NUM_PREDICT, encode};
+pub(crate) use models::list_detailed;
 pub use models::{parse_context_length, parse_tags};
 
 use crate::openai::{check_base_url, failed, sends_to};

@@ -45,7 +45,40 @@ pub fn parse_context_length(show: &Value) -> Option<u32> {
         .and_then(|n| u32::try_from(n).ok())
 }
 
+/// What a model can do, from `/api/show`'s `capabilities` (`None` where the
+/// server does not say: older Ollama versions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Capabilities {
+    /// `vision` is listed.
+    pub vision: Option<bool>,
+    /// `tools` is listed.
+    pub tools: Option<bool>,
+}
+
+/// The capabilities in a `/api/show` answer.
+pub(crate) fn parse_capabilities(show: &Value) -> Capabilities {
+    let Some(list) = show.get("capabilities").and_then(Value::as_array) else {
+        return Capabilities::default();
+    };
+    let has = |c: &str| Some(list.iter().any(|x| x.as_str() == Some(c)));
+    Capabilities {
+        vision: has("vision"),
+        tools: has("tools"),
+    }
+}
+
 pub(super) async fn list(chat: &OllamaChat) -> Result<Vec<ModelInfo>, ProviderError> {
+    Ok(list_detailed(chat)
+        .await?
+        .into_iter()
+        .map(|(info, _)| info)
+        .collect())
+}
+
+/// The server's models with what `/api/show` says of each.
+pub(crate) async fn list_detailed(
+    chat: &OllamaChat,
+) -> Result<Vec<(ModelInfo, Capabilities)>, ProviderError> {
     let transport = &chat.transport;
     let tags = transport
         .get_json(transport.client().get(chat.endpoint("api/tags")), None)
@@ -54,15 +87,15 @@ pub(super) async fn list(chat: &OllamaChat) -> Result<Vec<ModelInfo>, ProviderEr
     let sends_to = chat.info_sends_to();
     let show_url = chat.endpoint("api/show");
     // One failed `show` leaves that model's window unknown; the list stands.
-    let windows: Vec<Option<u32>> = futures::stream::iter(names.iter())
+    let shown: Vec<(Option<u32>, Capabilities)> = futures::stream::iter(names.iter())
         .map(|name| {
             let request = transport.client().post(&show_url).json(&json!({"model": name}));
             async move {
                 match transport.get_json(request, None).await {
-                    Ok(show) => parse_context_length(&show),
+                    Ok(show) => (parse_context_length(&show), parse_capabilities(&show)),
                     Err(e) => {
                         tracing::debug!(model = %name, error = %e, "ollama show failed; context length unknown");
-                        None
+                        (None, Capabilities::default())
                     }
                 }
             }
@@ -72,13 +105,28 @@ pub(super) async fn list(chat: &OllamaChat) -> Result<Vec<ModelInfo>, ProviderEr
         .await;
     Ok(names
         .into_iter()
-        .zip(windows)
-        .map(|(model, context_window)| ModelInfo {
-            provider: "ollama".into(),
-            model,
-            location: ModelLocation::Server,
-            context_window,
-            sends_to: sends_to.clone(),
+        .zip(shown)
+        .map(|(model, (context_window, caps))| {
+            let info = ModelInfo {
+                provider: "ollama".into(),
+                model,
+                location: ModelLocation::Server,
+                context_window,
+                sends_to: sends_to.clone(),
+            };
+            (info, caps)
         })
         .collect())
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_from_show() {
+        let caps = parse_capabilities(&json!({"capabilities": ["completion", "vision"]}));
+        assert_eq!((caps.vision, caps.tools), (Some(true), Some(false)));
+        assert_eq!(parse_capabilities(&json!({})), Capabilities::default());
+    }
 }

@@ -244,3 +244,16 @@ fn model_lists() {
     assert_eq!(parse_context_length(&json!({"model_info": {}})), None);
     assert_eq!(parse_context_length(&json!({"license": "x"})), None);
 }
+
+#[test]
+fn a_known_window_is_sent_as_num_ctx() {
+    let request = TurnRequest {
+        messages: vec![crate::Message::user("hi")],
+        ..Default::default()
+    };
+    let config = OllamaConfig::new(DEFAULT_HOST, "qwen3:8b");
+    let body = encode(&request, &config).unwrap();
+    assert!(body["options"].get("num_ctx").is_none(), "{body}");
+    let body = encode(&request, &config.with_context_window(40_960)).unwrap();
+    assert_eq!(body["options"]["num_ctx"], 40_960);
+}
