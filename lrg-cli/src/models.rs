@@ -71,7 +71,7 @@ fn model_line(m: &CatalogModel) -> String {
         notes.push("tools".into());
     }
     if let Some(size) = m.size_bytes {
-        notes.push(format!("{:.1} GB", size as f64 / 1e9));
+        notes.push(human_size(size));
     }
     if let Some(host) = &m.sends_to {
         notes.push(format!("sent to {host}"));
@@ -79,7 +79,17 @@ fn model_line(m: &CatalogModel) -> String {
     let name = m
         .name
         .as_deref()
+        .filter(|n| !m.model.ends_with(n))
         .map(|n| format!(" \"{n}\""))
         .unwrap_or_default();
     format!("{}{name}  ({})", m.id, notes.join(", "))
+}
+
+fn human_size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else {
+        format!("{:.0} MB", (b / 1e6).max(1.0))
+    }
 }

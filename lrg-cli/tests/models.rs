@@ -71,3 +71,41 @@ fn local_only_leaves_the_clouds_out() {
         }
     }
 }
+
+#[test]
+fn gguf_files_in_the_model_dir_are_listed_with_their_window() {
+    use lrg_providers::catalog::gguf::fixture::{Value as G, gguf_bytes};
+    let env = Env::new();
+    std::fs::create_dir(env.path("models")).unwrap();
+    std::fs::write(
+        env.path("models").join("tiny.gguf"),
+        gguf_bytes(&[
+            ("general.architecture", G::Str("qwen3".into())),
+            ("qwen3.context_length", G::U32(40_960)),
+        ]),
+    )
+    .unwrap();
+    let vars = [("LRG_MODELS_DIR", env.path("models").display().to_string())];
+    let v = models_json(&env, &["--local-only"], &vars);
+    let llama = v["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["provider"] == "llama")
+        .unwrap();
+    assert_eq!(llama["available"], cfg!(feature = "llama"), "{llama}");
+    let m = &llama["models"][0];
+    assert_eq!(m["context_window"], 40_960);
+    assert_eq!(m["window_assumed"], false);
+    assert_eq!(m["architecture"], "qwen3");
+    assert_eq!(m["locality"], "local");
+    // The human table shows the same.
+    let mut cmd = env.lrg();
+    cmd.args(["models", "--local-only"]);
+    for (k, val) in &vars {
+        cmd.env(k, val);
+    }
+    let r = ran(&mut cmd);
+    assert!(r.stdout.contains("tiny.gguf"), "{r:?}");
+    assert!(r.stdout.contains("40960 tokens"), "{r:?}");
+}

@@ -150,7 +150,8 @@ pub struct ProviderModels {
     /// Whether it can be used now.
     #[serde(flatten)]
     pub availability: Availability,
-    /// Its models (empty when unavailable).
+    /// Its models: empty when it is unavailable, except model files found
+    /// for an engine this program lacks.
     pub models: Vec<CatalogModel>,
 }
 
@@ -242,6 +243,7 @@ impl ModelCatalog {
         let groups = futures::future::join_all(probes).await;
         groups
             .iter()
+            .filter(|g| g.availability.is_available())
             .find_map(|g| g.models.first().cloned())
             .ok_or(groups)
     }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::connections::{Connections, Endpoint, connect_http};
 use super::files::{FoundModel, find};
-use super::table::{Access, Provider, WindowProbe};
+use super::table::{Access, EngineFiles, Provider, WindowProbe};
 use super::{ASSUMED_CONTEXT_WINDOW, Availability, CatalogModel, ProviderModels};
 use crate::anthropic::{AnthropicChat, AnthropicConfig};
 use crate::gemini::{GeminiChat, GeminiConfig};
@@ -31,7 +31,28 @@ struct Extra {
 /// timeout.
 pub(crate) async fn probe(connections: &Connections, provider: Provider) -> ProviderModels {
     let timeout = connections.probe_timeout();
-    let result = tokio::time::timeout(timeout, models(connections, provider)).await;
+    let spec = provider.spec();
+    let result = match spec.access {
+        Access::Engine(kind) => {
+            let found =
+                tokio::time::timeout(timeout, local_files(connections, provider, kind)).await;
+            // Files are listed even without their engine, so a user sees
+            // what a build with it would run.
+            match found {
+                Ok(Ok(models)) if !connections.has_engine(provider) => {
+                    return group(
+                        provider,
+                        Availability::Unavailable {
+                            reason: format!("the {} engine is not part of this program", spec.name),
+                        },
+                        models,
+                    );
+                }
+                other => other,
+            }
+        }
+        _ => tokio::time::timeout(timeout, http_probe(connections, provider)).await,
+    };
     let (availability, models) = match result {
         Ok(Ok(models)) => (Availability::Available, models),
         Ok(Err(reason)) => (Availability::Unavailable { reason }, Vec::new()),
@@ -42,6 +63,14 @@ pub(crate) async fn probe(connections: &Connections, provider: Provider) -> Prov
             Vec::new(),
         ),
     };
+    group(provider, availability, models)
+}
+
+fn group(
+    provider: Provider,
+    availability: Availability,
+    models: Vec<CatalogModel>,
+) -> ProviderModels {
     ProviderModels {
         provider,
         name: provider.spec().name,
@@ -49,6 +78,22 @@ pub(crate) async fn probe(connections: &Connections, provider: Provider) -> Prov
         availability,
         models,
     }
+}
+
+/// The model files of an engine's kind in the model directories.
+async fn local_files(
+    connections: &Connections,
+    provider: Provider,
+    kind: EngineFiles,
+) -> Result<Vec<CatalogModel>, String> {
+    let (dirs, paths) = (
+        connections.model_dirs().to_vec(),
+        connections.model_paths().to_vec(),
+    );
+    let found = tokio::task::spawn_blocking(move || find(kind, &dirs, &paths))
+        .await
+        .map_err(|_| "looking for model files failed".to_string())?;
+    Ok(found.into_iter().map(|f| from_file(provider, f)).collect())
 }
 
 fn seconds(d: std::time::Duration) -> String {
@@ -60,27 +105,10 @@ fn seconds(d: std::time::Duration) -> String {
     }
 }
 
-async fn models(
+async fn http_probe(
     connections: &Connections,
     provider: Provider,
 ) -> Result<Vec<CatalogModel>, String> {
-    let spec = provider.spec();
-    if let Access::Engine(kind) = spec.access {
-        let (dirs, paths) = (
-            connections.model_dirs().to_vec(),
-            connections.model_paths().to_vec(),
-        );
-        if !connections.has_engine(provider) {
-            return Err(format!(
-                "the {} engine is not part of this program",
-                spec.name
-            ));
-        }
-        let found = tokio::task::spawn_blocking(move || find(kind, &dirs, &paths))
-            .await
-            .map_err(|_| "looking for model files failed".to_string())?;
-        return Ok(found.into_iter().map(|f| from_file(provider, f)).collect());
-    }
     let timeout = connections.probe_timeout();
     let transport = TransportConfig {
         connect_timeout: timeout,
@@ -96,7 +124,9 @@ async fn models(
 /// "configuration error:" prefix (keys are scrubbed by the transport).
 fn reason(e: &ProviderError) -> String {
     match e {
-        ProviderError::Config { message } => message.clone(),
+        ProviderError::Config { message } | ProviderError::Transient { message, .. } => {
+            message.clone()
+        }
         other => other.to_string(),
     }
 }
