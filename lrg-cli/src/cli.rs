@@ -68,6 +68,9 @@ pub struct ModelArgs {
     /// address for ollama: and lmstudio:
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// Refuse models that send the conversation to a third party's cloud
+    #[arg(long, env = "LRG_LOCAL_ONLY", value_parser = clap::builder::BoolishValueParser::new())]
+    pub local_only: bool,
 }
 
 /// Where the tools come from.

@@ -13,6 +13,7 @@ pub async fn models(args: ModelsArgs) -> Result<Exit, CliError> {
     let model_args = ModelArgs {
         model: None,
         base_url: args.base_url.clone(),
+        local_only: args.local_only,
     };
     let connections =
         crate::providers::connections(&model_args, Some(lrg_providers::Provider::Server));

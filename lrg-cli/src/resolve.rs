@@ -48,6 +48,13 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
         None => crate::providers::default_model(args).await?,
     };
     let model_ref: ModelRef = id.parse().map_err(|e| usage!("--model {id:?}: {e}"))?;
+    if args.local_only && model_ref.provider.is_cloud() {
+        return Err(usage!(
+            "--local-only: {model_ref} would send the conversation to {}'s cloud; \
+             choose a model on this machine or your own server (`lrg models --local-only`)",
+            model_ref.provider.spec().name
+        ));
+    }
     let mut replay = None;
     let model: Arc<dyn ChatModel> = match model_ref.provider {
         Provider::Script => Arc::new(

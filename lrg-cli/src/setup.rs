@@ -73,6 +73,10 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     let resolved = crate::resolve::resolve(flags.model, flags.record.map(PathBuf::as_path)).await?;
     let host = crate::tools::host(flags.tools, flags.strict_tools).await?;
     let info = resolved.model.info();
+    // Said once, before anything is sent: where this conversation goes.
+    if let Some(host) = &info.sends_to {
+        eprintln!("This conversation is sent to {host}");
+    }
     let mut builder = ChatSession::builder(Arc::new(FixedModel(resolved.model)))
         .tools(host.clone())
         // In memory only: a command-line run never rewrites anyone's settings.

@@ -109,3 +109,83 @@ fn gguf_files_in_the_model_dir_are_listed_with_their_window() {
     assert!(r.stdout.contains("tiny.gguf"), "{r:?}");
     assert!(r.stdout.contains("40960 tokens"), "{r:?}");
 }
+
+#[test]
+fn local_only_refuses_a_cloud_model_with_exit_2() {
+    let env = Env::new();
+    for (args, vars) in [
+        (
+            &["run", "--local-only", "--model", "openai:gpt-4.1", "hi"][..],
+            &[][..],
+        ),
+        (
+            &["run", "--model", "anthropic:claude-sonnet-4-5", "hi"][..],
+            &[("LRG_LOCAL_ONLY", "1")][..],
+        ),
+    ] {
+        let mut cmd = env.lrg();
+        cmd.args(args)
+            .env("OPENAI_API_KEY", "sk-x")
+            .env("ANTHROPIC_API_KEY", "k");
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let r = ran(&mut cmd);
+        assert_eq!(r.code, 2, "{r:?}");
+        assert!(r.stderr.contains("--local-only"), "{r:?}");
+        assert!(r.stderr.contains("cloud"), "{r:?}");
+        assert_eq!(r.stderr.lines().count(), 1, "one clear line: {r:?}");
+    }
+    // A local model runs as before.
+    env.file("s.json", r#"[{"text":"hi"}]"#);
+    let r = ran(env
+        .lrg()
+        .args(["run", "--local-only", "--model", "script:s.json", "hi"]));
+    assert_eq!(r.code, 0, "{r:?}");
+}
+
+/// A host that is not this machine's loopback name, though it reaches the
+/// fake server here: an IPv4-mapped IPv6 address.
+fn remote_looking(uri: &str) -> String {
+    uri.replace("127.0.0.1", "[::ffff:127.0.0.1]")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_says_once_where_the_conversation_is_sent() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi.\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .mount(&server)
+        .await;
+    let base = format!("{}/v1", remote_looking(&server.uri()));
+    let r = tokio::task::spawn_blocking(move || {
+        let env = Env::new();
+        ran(env
+            .lrg()
+            .args(["run", "--model", "openai:gpt-4.1", "hi"])
+            .env("OPENAI_API_KEY", "sk-test")
+            .env("OPENAI_BASE_URL", base))
+    })
+    .await
+    .unwrap();
+    if r.stderr.contains("cannot reach") {
+        eprintln!("SKIPPED: this machine cannot reach IPv4-mapped IPv6 addresses: {r:?}");
+        assert!(std::env::var_os("CI").is_none(), "{r:?}");
+        return;
+    }
+    assert_eq!(r.code, 0, "{r:?}");
+    let said: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("This conversation is sent to"))
+        .collect();
+    assert_eq!(
+        said,
+        ["This conversation is sent to ::ffff:7f00:1"],
+        "{r:?}"
+    );
+}
