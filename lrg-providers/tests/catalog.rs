@@ -326,10 +326,7 @@ async fn a_connected_ollama_model_knows_its_window_and_sends_num_ctx() {
     let id: ModelRef = "ollama:qwen3:8b".parse().unwrap();
     let model = connections.connect(&id).await.unwrap();
     assert_eq!(model.info().context_window, Some(40_960));
-    let request = TurnRequest {
-        messages: vec![Message::user("hi")],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![Message::user("hi")]);
     let turn = tokio::time::timeout(BOUND, collect_turn(model.turn(request, Default::default())))
         .await
         .unwrap()

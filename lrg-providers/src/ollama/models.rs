@@ -107,13 +107,9 @@ pub(crate) async fn list_detailed(
         .into_iter()
         .zip(shown)
         .map(|(model, (context_window, caps))| {
-            let info = ModelInfo {
-                provider: "ollama".into(),
-                model,
-                location: ModelLocation::Server,
-                context_window,
-                sends_to: sends_to.clone(),
-            };
+            let info = ModelInfo::new("ollama", model, ModelLocation::Server)
+                .context_window(context_window)
+                .sends_to(sends_to.clone());
             (info, caps)
         })
         .collect())
