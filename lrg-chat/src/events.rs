@@ -197,6 +197,14 @@ pub enum Event {
     /// Sent to a subscriber that fell too far behind, just before its stream
     /// ends: reconnect with `after=` the last `seq` seen.
     Resync,
+    /// Where the conversation goes: sent before the first model turn and
+    /// whenever the model's destination changes.
+    SendsTo {
+        /// The provider prefix (`openai`, `ollama`, ...).
+        provider: String,
+        /// The host it is sent to; `null` when it stays on this machine.
+        host: Option<String>,
+    },
 }
 
 /// Which stream a [`Event::Delta`] belongs to.
@@ -242,6 +250,9 @@ pub enum ErrorKind {
     Compact,
     /// A tool or model plugged into the session panicked.
     Internal,
+    /// The session is local only and the model would send the conversation
+    /// to a cloud.
+    LocalOnly,
 }
 
 impl ErrorKind {

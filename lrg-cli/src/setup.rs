@@ -80,7 +80,9 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     let mut builder = ChatSession::builder(Arc::new(FixedModel(resolved.model)))
         .tools(host.clone())
         // In memory only: a command-line run never rewrites anyone's settings.
-        .permissions(Arc::new(Permissions::new(settings)));
+        .permissions(Arc::new(Permissions::new(settings)))
+        // Checked again in the loop, at every turn.
+        .local_only(flags.model.local_only);
     if let Some(system) = flags.system {
         builder = builder.system_prompt(system);
     }

@@ -66,5 +66,12 @@ fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {
             });
             TurnOutcome::Failed { error }
         }
+        TurnFailure::LocalOnly(error) => {
+            shared.publish(Event::Error {
+                message: format!("Could not compact the conversation: {error}"),
+                kind: ErrorKind::LocalOnly,
+            });
+            TurnOutcome::Failed { error }
+        }
     }
 }

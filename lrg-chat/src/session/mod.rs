@@ -19,11 +19,13 @@
 mod calls;
 mod compact;
 mod history;
+mod locality;
 mod run;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
@@ -199,9 +201,17 @@ pub struct ChatSessionBuilder {
     system_prompt: Arc<SystemPromptFn>,
     target_counter: Arc<dyn TargetCounter>,
     config: SessionConfig,
+    local_only: bool,
 }
 
 impl ChatSessionBuilder {
+    /// Refuse models that send the conversation to a cloud (default off):
+    /// such a turn ends with an `error` event of kind `local_only`.
+    pub fn local_only(mut self, on: bool) -> Self {
+        self.local_only = on;
+        self
+    }
+
     /// The tools offered to the model (default: none).
     pub fn tools(mut self, tools: Arc<dyn Tools>) -> Self {
         self.tools = tools;
@@ -274,6 +284,7 @@ impl ChatSessionBuilder {
                 target_counter: self.target_counter,
                 events: EventLog::new(),
                 state: Mutex::default(),
+                local_only: AtomicBool::new(self.local_only),
             }),
         }
     }
@@ -288,6 +299,8 @@ pub(crate) struct Shared {
     target_counter: Arc<dyn TargetCounter>,
     events: EventLog,
     state: Mutex<State>,
+    /// Whether cloud models are refused (see [`ChatSession::set_local_only`]).
+    local_only: AtomicBool,
 }
 
 #[derive(Default)]
@@ -304,6 +317,9 @@ struct State {
     chat_allowed: HashSet<String>,
     /// System prompt + tools cost, learned per model (`provider:model`).
     overhead: HashMap<String, u32>,
+    /// Where the conversation last went off this machine (provider, host),
+    /// as announced with a `sends_to` event; `None`: it stays here.
+    sent_to: Option<(String, String)>,
 }
 
 impl Shared {
@@ -357,7 +373,20 @@ impl ChatSession {
             system_prompt: Arc::new(|_: &ModelInfo, _: &[ToolSpec]| None),
             target_counter: Arc::new(LongestIdArray),
             config: SessionConfig::default(),
+            local_only: false,
         }
+    }
+
+    /// Turn "local only" on or off. On, a model that would send the
+    /// conversation to a cloud is refused at its next turn, so a chat on a
+    /// cloud model cannot go on until it moves to a local one.
+    pub fn set_local_only(&self, on: bool) {
+        self.shared.local_only.store(on, Ordering::SeqCst);
+    }
+
+    /// Whether cloud models are refused.
+    pub fn local_only(&self) -> bool {
+        self.shared.local_only.load(Ordering::SeqCst)
     }
 
     /// Send a user message and start working on it. Fails with

@@ -20,6 +20,8 @@ pub(super) enum TurnFailure {
     Stopped,
     /// A fatal error, or a transient one that outlived its retries.
     Failed(ProviderError),
+    /// The session is local only and the model runs in a cloud.
+    LocalOnly(ProviderError),
 }
 
 pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> TurnOutcome {
@@ -122,6 +124,13 @@ fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {
             });
             TurnOutcome::Failed { error }
         }
+        TurnFailure::LocalOnly(error) => {
+            shared.publish(Event::Error {
+                message: error.to_string(),
+                kind: ErrorKind::LocalOnly,
+            });
+            TurnOutcome::Failed { error }
+        }
     }
 }
 
@@ -157,7 +166,11 @@ pub(super) async fn resolve(
             r = shared.models.resolve() => r,
         };
         match result {
-            Ok(model) => return Ok(model),
+            Ok(model) => {
+                // Every turn, compaction's too: the lock can be turned on mid-chat.
+                super::locality::check(shared, &model.info())?;
+                return Ok(model);
+            }
             Err(e) => {
                 attempt += 1;
                 retry_or_fail(shared, e, attempt, cancel).await?;
