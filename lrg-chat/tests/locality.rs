@@ -129,3 +129,57 @@ async fn sends_to_at_the_start_and_on_every_change_and_the_lock_mid_chat() {
     assert_eq!(destinations(&session).len(), 2);
     assert_eq!(destinations(&session)[1].1, None);
 }
+
+#[tokio::test]
+async fn switching_models_is_a_new_chat_and_refused_mid_message() {
+    use lrg_chat::session::SwitchableModel;
+    let scripted = ScriptedModel::new(vec![reply("1")]);
+    let source = Arc::new(SwitchableModel::new(Arc::new(scripted.clone())));
+    let session = ChatSession::builder(source.clone()).build();
+    let cloud_info = cloud(&scripted).info();
+    // An empty chat going to a local model: nothing to confirm.
+    let check = session.switch_check(&scripted.info()).unwrap();
+    assert!(!check.needs_confirmation());
+    assert!(session.switch_check(&cloud_info).unwrap().to_cloud);
+
+    // Mid-message: refused.
+    let slow = ScriptedModel::new(vec![reply("never")]);
+    let (gate, gated) = tokio::sync::oneshot::channel::<()>();
+    let gated = Arc::new(Mutex::new(Some(gated)));
+    struct Held(
+        ScriptedModel,
+        Arc<Mutex<Option<tokio::sync::oneshot::Receiver<()>>>>,
+    );
+    impl ModelSource for Held {
+        fn resolve(&self) -> BoxFuture<'_, Result<Arc<dyn ChatModel>, ProviderError>> {
+            let model: Arc<dyn ChatModel> = Arc::new(self.0.clone());
+            let rx = self.1.lock().unwrap().take();
+            Box::pin(async move {
+                if let Some(rx) = rx {
+                    let _ = rx.await;
+                }
+                Ok(model)
+            })
+        }
+    }
+    let busy = ChatSession::builder(Arc::new(Held(slow, gated))).build();
+    let handle = busy.send("hi").unwrap();
+    assert_eq!(
+        busy.switch_check(&cloud_info).unwrap_err(),
+        lrg_chat::SessionError::Busy
+    );
+    assert_eq!(
+        busy.switch_model(&source, cloud(&scripted)).unwrap_err(),
+        lrg_chat::SessionError::Busy
+    );
+    drop(gate);
+    busy.stop();
+    let _ = finish(handle).await;
+
+    // After a message: confirmation, then a new chat on the new model.
+    finish(session.send("a").unwrap()).await;
+    assert!(session.switch_check(&cloud_info).unwrap().drops_history);
+    session.switch_model(&source, cloud(&scripted)).unwrap();
+    assert!(session.history().is_empty());
+    assert_eq!(source.current().info().id(), "openai:gpt-4.1");
+}

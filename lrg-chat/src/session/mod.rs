@@ -21,6 +21,7 @@ mod compact;
 mod history;
 mod locality;
 mod run;
+mod switch;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -46,6 +47,7 @@ use crate::permissions::{
 use crate::tools::{ToolOutput, Tools, ToolsError};
 
 pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
+pub use switch::{SwitchCheck, SwitchableModel};
 
 /// Default for [`SessionConfig::max_steps`].
 pub const MAX_STEPS: usize = 12;

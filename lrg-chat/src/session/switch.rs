@@ -1,0 +1,94 @@
+//! Switching models, only ever as a new chat: a conversation is never handed
+//! to another model (another provider's thinking blocks and signatures are
+//! no history to continue from, and a cloud model would receive a
+//! conversation kept on this machine).
+
+use std::sync::{Arc, RwLock};
+
+use futures::future::BoxFuture;
+use lrg_providers::{ChatModel, ModelInfo, ModelLocation, ProviderError};
+
+use super::{ChatSession, SessionError};
+use crate::events::Event;
+use crate::model_source::ModelSource;
+
+/// What switching to a model would mean, for the app to ask the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct SwitchCheck {
+    /// The conversation so far would be left behind (a new chat starts).
+    pub drops_history: bool,
+    /// The new model sends the conversation to a cloud.
+    pub to_cloud: bool,
+}
+
+impl SwitchCheck {
+    /// Whether the person should confirm before the switch.
+    pub fn needs_confirmation(&self) -> bool {
+        self.drops_history || self.to_cloud
+    }
+}
+
+/// A model source the app switches with [`ChatSession::switch_model`].
+pub struct SwitchableModel(RwLock<Arc<dyn ChatModel>>);
+
+impl SwitchableModel {
+    /// A source starting on `model`.
+    pub fn new(model: Arc<dyn ChatModel>) -> Self {
+        Self(RwLock::new(model))
+    }
+
+    /// The model in use now.
+    pub fn current(&self) -> Arc<dyn ChatModel> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl std::fmt::Debug for SwitchableModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SwitchableModel({})", self.current().info().id())
+    }
+}
+
+impl ModelSource for SwitchableModel {
+    fn resolve(&self) -> BoxFuture<'_, Result<Arc<dyn ChatModel>, ProviderError>> {
+        let model = self.current();
+        Box::pin(async move { Ok(model) })
+    }
+}
+
+impl ChatSession {
+    /// What switching to `target` would mean; refused while a message is
+    /// being worked on.
+    pub fn switch_check(&self, target: &ModelInfo) -> Result<SwitchCheck, SessionError> {
+        let state = self.shared.lock();
+        if state.running.is_some() {
+            return Err(SessionError::Busy);
+        }
+        Ok(SwitchCheck {
+            drops_history: !state.history.is_empty(),
+            to_cloud: target.location == ModelLocation::Cloud,
+        })
+    }
+
+    /// Move `source` (this session's model source) to `model` as a new
+    /// chat: the history is emptied (a `cleared` event) and grants "for this
+    /// chat" are forgotten. Refused while a message is being worked on.
+    /// Ask the person first when [`ChatSession::switch_check`] says so.
+    pub fn switch_model(
+        &self,
+        source: &SwitchableModel,
+        model: Arc<dyn ChatModel>,
+    ) -> Result<(), SessionError> {
+        let mut state = self.shared.lock();
+        if state.running.is_some() {
+            return Err(SessionError::Busy);
+        }
+        state.history.clear();
+        state.user_seqs.clear();
+        state.chat_allowed.clear();
+        *source.0.write().unwrap_or_else(|p| p.into_inner()) = model;
+        self.shared.publish(Event::Cleared);
+        Ok(())
+    }
+}
