@@ -19,6 +19,8 @@ Type a message and press Enter. Commands:
   /retry    answer the last message again
   /clear    start over with an empty conversation
   /compact  replace the conversation with a summary (frees context)
+  /models   list the models reachable now (also /model)
+  /model PROVIDER:MODEL  start a new chat on another model
   /help     show this help
   /quit     leave (or Ctrl-D)
 Ctrl-C stops the model's turn; a second Ctrl-C (or one at the prompt) quits.";
@@ -73,6 +75,17 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
                 continue;
             }
             "/quit" | "/exit" | "/q" => break,
+            "/model" | "/models" => {
+                eprint!("{}", crate::models::catalog_table(&args.model, false).await);
+                continue;
+            }
+            cmd if cmd.starts_with("/model ") => {
+                let target = cmd.trim_start_matches("/model").trim();
+                if let Err(e) = switch(&args, &ready, &lines, target).await {
+                    eprintln!("{}", style.red(&e));
+                }
+                continue;
+            }
             "/retry" => session.retry_last(),
             "/compact" => session.compact(),
             "/clear" => {
@@ -108,4 +121,56 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
     drop(ctrl_c);
     ready.host.shutdown().await;
     Ok(Exit::Replied)
+}
+
+/// `/model PROVIDER:MODEL`: connect it, ask when the switch drops the
+/// conversation or goes to a cloud, then start a new chat on it.
+async fn switch(
+    args: &ChatArgs,
+    ready: &setup::Ready,
+    lines: &Mutex<Lines>,
+    target: &str,
+) -> Result<(), String> {
+    let model_ref: lrg_providers::ModelRef = target.parse().map_err(|e| format!("{e}"))?;
+    if args.model.local_only && model_ref.provider.is_cloud() {
+        return Err(format!(
+            "--local-only: {model_ref} would send the conversation to a cloud"
+        ));
+    }
+    let model = crate::providers::connect(&model_ref, &args.model)
+        .await
+        .map_err(|e| e.to_string())?;
+    let info = model.info();
+    let check = ready
+        .session
+        .switch_check(&info)
+        .map_err(|e| e.to_string())?;
+    if check.needs_confirmation() {
+        let mut why = Vec::new();
+        if check.drops_history {
+            why.push("this conversation is left behind".to_string());
+        }
+        if let Some(host) = info.sends_to.as_ref().filter(|_| check.to_cloud) {
+            why.push(format!("the new chat is sent to {host}"));
+        }
+        eprint!(
+            "Start a new chat on {}? ({}) [y/N] ",
+            info.id(),
+            why.join("; ")
+        );
+        let _ = std::io::stderr().flush();
+        let answer = lines.lock().await.next().await.unwrap_or_default();
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            return Err("kept the current model".into());
+        }
+    }
+    ready
+        .session
+        .switch_model(&ready.source, model)
+        .map_err(|e| e.to_string())?;
+    eprintln!("New chat on {}.", info.id());
+    if let Some(host) = &info.sends_to {
+        eprintln!("This conversation is sent to {host}");
+    }
+    Ok(())
 }

@@ -15,20 +15,27 @@ pub async fn models(args: ModelsArgs) -> Result<Exit, CliError> {
         base_url: args.base_url.clone(),
         local_only: args.local_only,
     };
-    let connections =
-        crate::providers::connections(&model_args, Some(lrg_providers::Provider::Server));
+    print!("{}", catalog_table(&model_args, args.json).await);
+    Ok(Exit::Replied)
+}
+
+/// The catalog as `lrg models` prints it (JSON or the human table); also
+/// what `/models` shows in `lrg chat`. `--local-only` leaves clouds out.
+pub async fn catalog_table(args: &ModelArgs, json: bool) -> String {
+    let connections = crate::providers::connections(args, Some(lrg_providers::Provider::Server));
     let listing = ModelCatalog::new(connections).list().await;
     let shown: Vec<&ProviderModels> = listing
         .iter()
         .filter(|g| !args.local_only || g.locality != ModelLocation::Cloud)
         .collect();
-    if args.json {
+    if json {
         let out = serde_json::json!({ "providers": shown });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-        return Ok(Exit::Replied);
+        return format!(
+            "{}\n",
+            serde_json::to_string_pretty(&out).unwrap_or_default()
+        );
     }
-    print!("{}", table(&shown));
-    Ok(Exit::Replied)
+    table(&shown)
 }
 
 fn locality(l: ModelLocation) -> &'static str {

@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lrg_chat::permissions::{Mode, PermissionSettings, Rule};
+use lrg_chat::session::SwitchableModel;
 use lrg_chat::tools::ToolHost;
-use lrg_chat::{ChatSession, FixedModel, Permissions};
+use lrg_chat::{ChatSession, Permissions};
 use lrg_providers::ModelInfo;
 use lrg_providers::record::ReplayModel;
 
@@ -36,6 +37,8 @@ pub struct SessionFlags<'a> {
 pub struct Ready {
     /// The session.
     pub session: ChatSession,
+    /// Its model source, for `/model` to switch.
+    pub source: Arc<SwitchableModel>,
     /// Its tools, to shut down at the end.
     pub host: Arc<ToolHost>,
     /// The replay, to check for unplayed turns.
@@ -77,7 +80,8 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     if let Some(host) = &info.sends_to {
         eprintln!("This conversation is sent to {host}");
     }
-    let mut builder = ChatSession::builder(Arc::new(FixedModel(resolved.model)))
+    let source = Arc::new(SwitchableModel::new(resolved.model));
+    let mut builder = ChatSession::builder(source.clone())
         .tools(host.clone())
         // In memory only: a command-line run never rewrites anyone's settings.
         .permissions(Arc::new(Permissions::new(settings)))
@@ -91,6 +95,7 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     }
     Ok(Ready {
         session: builder.build(),
+        source,
         host,
         replay: resolved.replay,
         info,

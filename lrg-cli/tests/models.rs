@@ -189,3 +189,25 @@ async fn a_run_says_once_where_the_conversation_is_sent() {
         "{r:?}"
     );
 }
+
+#[test]
+fn chat_lists_models_and_switches_as_a_new_chat_after_asking() {
+    let env = Env::new();
+    env.file("one.json", r#"[{"text":"From one."}]"#);
+    env.file("two.json", r#"[{"text":"From two."}]"#);
+    let r = ran(env
+        .lrg()
+        .args(["chat", "--model", "script:one.json"])
+        .env("LRG_MODELS_DIR", env.path("models"))
+        .write_stdin("hi\n/models\n/model script:two.json\nn\n/model script:two.json\ny\nhi\n"));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "From one.\nFrom two.\n", "{r:?}");
+    for needle in [
+        "ollama (your server)",
+        "Start a new chat on script:two.json? (this conversation is left behind) [y/N]",
+        "kept the current model",
+        "New chat on script:two.json.",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle}: {r:?}");
+    }
+}
