@@ -281,6 +281,15 @@ fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
     jsonschema::validator_for(schema).map_err(|e| format!("not a valid JSON Schema: {e}"))
 }
 
+/// Where in the JSON a schema error is, for a message (nothing at the root).
+fn at_path(pointer: &str) -> String {
+    if pointer.is_empty() {
+        String::new()
+    } else {
+        format!(" at `{pointer}`")
+    }
+}
+
 /// Whether `have` holds every field of `want` with an equal value.
 fn is_subset(want: &Value, have: &Value) -> bool {
     match (want, have) {
@@ -329,7 +338,10 @@ fn argument_mismatch(call: &CallExpectation, args: &Value) -> Option<String> {
             Err(e) => return Some(e),
             Ok(v) => {
                 if let Some(e) = v.iter_errors(args).next() {
-                    return Some(format!("schema: {e} at `{}`", e.instance_path()));
+                    return Some(format!(
+                        "schema: {e}{}",
+                        at_path(&e.instance_path().to_string())
+                    ));
                 }
             }
         }
@@ -462,7 +474,7 @@ fn check_reply(reply: &ReplyExpectation, run: &Transcript) -> Vec<Failure> {
             (Ok(v), Ok(json)) => v
                 .iter_errors(&json)
                 .next()
-                .map(|e| format!("{e} at `{}`", e.instance_path())),
+                .map(|e| format!("{e}{}", at_path(&e.instance_path().to_string()))),
         };
         if let Some(problem) = problem {
             failures.push(Failure::new(

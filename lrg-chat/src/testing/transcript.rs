@@ -278,6 +278,9 @@ impl Transcript {
         self.events
             .iter()
             .filter_map(|e| match &e.event {
+                Event::AssistantTurn { text, .. } if text.is_empty() => {
+                    Some("assistant_turn (tool calls only)".to_string())
+                }
                 Event::AssistantTurn { text, .. } => {
                     Some(format!("assistant_turn {:?}", clip(text, 100)))
                 }
