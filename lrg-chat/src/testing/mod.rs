@@ -365,3 +365,112 @@ async fn answer_approvals(session: ChatSession, answers: Vec<ApprovalAnswer>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::permissions::Mode;
+    use crate::tools::ToolHost;
+    use lrg_providers::ToolAnnotations;
+    use serde_json::json;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Ids {
+        /// Ids.
+        ids: Vec<u64>,
+    }
+
+    fn host() -> Arc<ToolHost> {
+        let host = ToolHost::new();
+        let destructive = ToolAnnotations {
+            destructive_hint: Some(true),
+            ..Default::default()
+        };
+        host.add_fn("remove", "Remove items", destructive, |a: Ids| async move {
+            Ok::<_, String>(format!("removed {}", a.ids.len()))
+        })
+        .unwrap();
+        Arc::new(host)
+    }
+
+    const SCRIPT: &str = r#"[
+      {"calls": [{"name": "remove", "arguments": {"ids": [1]}}]},
+      {"calls": [{"name": "remove", "arguments": {"ids": [2, 3]}}]},
+      {"calls": [{"name": "remove", "arguments": {"ids": [4]}}]},
+      {"text": "Removed what I was allowed to."}
+    ]"#;
+
+    #[tokio::test]
+    async fn approvals_are_answered_in_order_and_unforeseen_ones_denied() {
+        let run = SessionTest::new(ScriptedModel::from_json("t", SCRIPT).unwrap())
+            .tools(host())
+            .permissions(PermissionSettings {
+                mode: Mode::AutoRead,
+                ..Default::default()
+            })
+            .answer(ApprovalAnswer::once("remove"))
+            .answer(ApprovalAnswer::deny("remove", "not those"))
+            .message("clean up")
+            .run()
+            .await;
+        run.assert_exit_status(0);
+        run.assert_approval_asked("remove");
+        run.assert_called("remove").times(3);
+        let results: Vec<&CallResult> = run.calls.iter().map(|c| &c.result).collect();
+        assert!(
+            matches!(results[0], CallResult::Done { ok: true, .. }),
+            "{results:?}"
+        );
+        assert!(
+            matches!(results[1], CallResult::Skipped { note: Some(n), .. } if n == "not those"),
+            "{results:?}"
+        );
+        assert!(
+            matches!(results[2], CallResult::Skipped { note: Some(n), .. } if n == NO_ANSWER_NOTE),
+            "{results:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_assertion_explains_itself() {
+        let run = SessionTest::new(ScriptedModel::from_json("t", SCRIPT).unwrap())
+            .tools(host())
+            .permissions(PermissionSettings {
+                mode: Mode::AutoAll,
+                ..Default::default()
+            })
+            .message("clean up")
+            .run()
+            .await;
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run.assert_called("remove").with_args(json!({"ids": [9]}));
+        }))
+        .unwrap_err();
+        let text = panic.downcast_ref::<String>().unwrap();
+        assert!(
+            text.contains(r#"expected: `remove` called, with arguments including {"ids":[9]}"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"remove {"ids":[2,3]} (arguments differ)"#),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_run_past_its_timeout_is_stopped() {
+        let slow = ScriptedModel::new(vec![ScriptedTurn {
+            text: Some("one two three four five six".into()),
+            delay_ms: Some(10_000),
+            ..Default::default()
+        }]);
+        let run = SessionTest::new(slow)
+            .timeout(Duration::from_millis(100))
+            .message("hi")
+            .run()
+            .await;
+        assert_eq!(run.outcome, Outcome::TimedOut);
+        run.assert_exit_status(3);
+    }
+}

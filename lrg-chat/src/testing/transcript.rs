@@ -461,7 +461,6 @@ impl Transcript {
 /// Narrows [`Transcript::assert_called`]: each method asserts at once that
 /// some call of the tool satisfies every condition given so far.
 #[derive(Debug, Clone)]
-#[must_use = "the conditions are asserted by each method call"]
 pub struct CalledAssert<'a> {
     run: &'a Transcript,
     call: CallExpectation,
