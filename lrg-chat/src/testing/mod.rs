@@ -310,7 +310,7 @@ impl SessionTest {
             match ended {
                 TurnOutcome::Completed { text } => replies.push(text),
                 TurnOutcome::Failed { error } => {
-                    (outcome, detail) = (Outcome::Failed, Some(error));
+                    (outcome, detail) = (Outcome::Failed, Some(error.to_string()));
                     break;
                 }
                 TurnOutcome::Stopped => {

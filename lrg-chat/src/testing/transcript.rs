@@ -7,8 +7,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::expect::{CallExpectation, Expectations, Failure, ReplyExpectation, clip};
-use crate::events::{Event, LogEntry, SkipReason};
+use crate::events::{ErrorKind, Event, LogEntry, SkipReason};
 use crate::permissions::{Answer, ApprovalReason};
+
+/// An enum's stable snake_case name, as serde writes it.
+fn snake_name(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
 
 /// How a test run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -72,7 +81,7 @@ pub struct Call {
 #[non_exhaustive]
 pub struct ErrorEvent {
     /// Its machine-readable kind.
-    pub kind: String,
+    pub kind: ErrorKind,
     /// Its message.
     pub message: String,
 }
@@ -179,12 +188,7 @@ impl Transcript {
                 }
                 Event::AssistantTurn { .. } => model_turns += 1,
                 Event::Error { message, kind } => errors.push(ErrorEvent {
-                    // Through serde: the kind's stable snake_case name.
-                    kind: match serde_json::to_value(kind) {
-                        Ok(Value::String(s)) => s,
-                        Ok(other) => other.to_string(),
-                        Err(_) => String::new(),
-                    },
+                    kind: *kind,
                     message: message.clone(),
                 }),
                 _ => {}
@@ -252,10 +256,7 @@ impl Transcript {
                     CallResult::Done { ok: true, text } => format!("done: {}", clip(text, 80)),
                     CallResult::Done { ok: false, text } => format!("failed: {}", clip(text, 80)),
                     CallResult::Skipped { reason, note } => {
-                        let reason = serde_json::to_value(reason)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_string))
-                            .unwrap_or_default();
+                        let reason = snake_name(reason);
                         match note {
                             Some(n) => format!("skipped ({reason}: {n})"),
                             None => format!("skipped ({reason})"),
@@ -294,7 +295,7 @@ impl Transcript {
     pub fn describe_errors(&self) -> String {
         self.errors
             .iter()
-            .map(|e| format!("error [{}]: {}", e.kind, e.message))
+            .map(|e| format!("error [{}]: {}", snake_name(&e.kind), e.message))
             .collect::<Vec<_>>()
             .join("\n")
     }
