@@ -14,8 +14,7 @@ use futures::StreamExt as _;
 use crate::cli::TestArgs;
 use crate::exit::{CliError, Exit};
 use crate::usage;
-
-pub use runner::RunOptions;
+use runner::RunOptions;
 
 /// Whether this looks like a CI run (`CI` set to anything but empty,
 /// `0` or `false`), where recordings must not be rewritten.

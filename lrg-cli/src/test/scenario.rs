@@ -238,8 +238,17 @@ fn parse(file: &Path, text: &str) -> Result<CaseSpec, ScenarioError> {
             serde_path_to_error::deserialize(de).map_err(|e| {
                 let line = e.inner().location().map(|l| l.line());
                 let field = e.path().to_string();
-                // The inner message repeats the position; keep its first part.
-                let message = e.inner().to_string();
+                // The YAML message repeats the path and the position, which
+                // the report gives on its own: keep what is wrong.
+                let mut message = e.inner().to_string();
+                if let Some(at) = message.rfind(" at line ") {
+                    message.truncate(at);
+                }
+                if let Some((path, rest)) = message.split_once(": ")
+                    && !path.contains(' ')
+                {
+                    message = rest.to_string();
+                }
                 error(line, field, message)
             })
         }
