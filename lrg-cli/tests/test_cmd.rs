@@ -649,3 +649,56 @@ fn no_files_and_an_unmatched_filter_are_usage_errors() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.contains("PASS  a  ("), "{r:?}");
 }
+
+#[test]
+fn tools_from_an_mcp_servers_file_beside_the_scenario() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path("suite")).unwrap();
+    env.file("suite/read.json", READ_NOTE_2);
+    let config = serde_json::json!({
+        "mcpServers": {"notes": {"command": env!("CARGO_BIN_EXE_lrg"), "args": ["demo-server"]}}
+    });
+    env.file("suite/servers.json", &config.to_string());
+    env.file(
+        "suite/cfg.test.yaml",
+        "model: script:read.json\nmessage: m\ntools:\n  mcp_config: servers.json\nexpect:\n  calls:\n    - tool: read_note\n  reply:\n    contains: plumber\n",
+    );
+    let r = ran(env.lrg().args(["test", "suite"]));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.contains("PASS  cfg  (suite/cfg.test.yaml"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn record_with_another_model_and_model_needs_record() {
+    let env = Env::new();
+    write_scripts(&env);
+    env.file(
+        "r.test.toml",
+        "model = \"replay:rec.json\"\nrecording = \"rec.json\"\nmessage = \"m\"\n[tools]\nmcp = [\"lrg demo-server\"]\n[expect]\ncalls = [{ tool = \"read_note\", args = { id = 2 } }]\n",
+    );
+    // A replay cannot record itself.
+    let r = ran(env.lrg().args(["test", "--record", "r.test.toml"]));
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("--record needs a real model"), "{r:?}");
+    // --model names the model to record with.
+    let r = ran(env.lrg().args([
+        "test",
+        "--record",
+        "--model",
+        "script:read.json",
+        "r.test.toml",
+    ]));
+    assert_eq!(r.code, 0, "{r:?}");
+    let recording: Value = serde_json::from_str(&env.read("rec.json")).unwrap();
+    assert_eq!(recording["exchanges"].as_array().unwrap().len(), 2);
+    let r = ran(env.lrg().args(["test", "r.test.toml"]));
+    assert_eq!(r.code, 0, "{r:?}");
+    // Outside --record, --model is a usage error.
+    let r = ran(env
+        .lrg()
+        .args(["test", "--model", "script:read.json", "r.test.toml"]));
+    assert_eq!(r.code, 2, "{r:?}");
+}
