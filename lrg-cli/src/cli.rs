@@ -22,6 +22,7 @@ Models (--model provider:model, default $LRG_MODEL, else the first local server 
   server:my-model               your OpenAI-compatible host (--base-url or $LRG_SERVER_URL;
                                 key, if it wants one, in $LRG_SERVER_API_KEY)
   llama:/path/to/model.gguf     llama.cpp in this process
+  mlx:/path/to/model-dir        MLX through a Python sidecar ($LRG_MLX_PYTHON, else python3)
   script:turns.json             a ScriptedModel file (scripted answers)
   replay:recording.json         a recording made with --record";
 

@@ -1,4 +1,5 @@
-//! In-process models: a GGUF file run by llama.cpp (feature `llama`).
+//! Local models: a GGUF file run by llama.cpp in this process (feature
+//! `llama`), an MLX model directory run by a Python sidecar (feature `mlx`).
 
 use std::sync::Arc;
 
@@ -54,6 +55,51 @@ pub fn llama_listing() -> ProviderModels {
     };
     ProviderModels {
         provider: "llama",
+        available,
+        reason,
+        models: Vec::new(),
+    }
+}
+
+/// An MLX model directory as a chat model: mlx-lm in a Python sidecar,
+/// constrained to lrg's answer format.
+#[cfg(feature = "mlx")]
+pub async fn mlx(dir: &str) -> Result<Arc<dyn ChatModel>, CliError> {
+    use lrg_providers::local_chat::LocalChatModel;
+    let engine = lrg_mlx::MlxEngine::start(lrg_mlx::MlxConfig::new(dir))
+        .await
+        .map_err(|e| usage!("--model mlx:{dir}: {e}"))?;
+    Ok(Arc::new(LocalChatModel::new("mlx", Arc::new(engine))))
+}
+
+/// Without the `mlx` feature there is no engine to run an MLX model on.
+#[cfg(not(feature = "mlx"))]
+pub async fn mlx(dir: &str) -> Result<Arc<dyn ChatModel>, CliError> {
+    Err(usage!(
+        "--model mlx:{dir}: this lrg was built without the `mlx` feature"
+    ))
+}
+
+/// The `mlx` line of `lrg models`: directories are named, not discovered,
+/// and Python is only looked for when one is run.
+pub fn mlx_listing() -> ProviderModels {
+    let (available, reason) = if cfg!(feature = "mlx") {
+        (
+            true,
+            Some(
+                "run an MLX model directory with --model mlx:/path/to/dir (needs Python with \
+                 mlx-lm and llguidance: $LRG_MLX_PYTHON, else python3)"
+                    .to_string(),
+            ),
+        )
+    } else {
+        (
+            false,
+            Some("this lrg was built without the `mlx` feature".to_string()),
+        )
+    };
+    ProviderModels {
+        provider: "mlx",
         available,
         reason,
         models: Vec::new(),

@@ -113,11 +113,7 @@ pub async fn connect(
                 .map_err(err)?,
         ),
         Provider::Llama => crate::local::llama(model).await?,
-        Provider::Mlx => {
-            return Err(usage!(
-                "--model {model_ref}: the MLX engine is not part of this build"
-            ));
-        }
+        Provider::Mlx => crate::local::mlx(model).await?,
         Provider::Script | Provider::Replay => {
             return Err(usage!(
                 "--model {model_ref}: handled elsewhere (this is a bug in lrg)"
@@ -292,11 +288,6 @@ pub async fn list_all(args: &ModelArgs) -> Vec<ProviderModels> {
     );
     let mut all = vec![a, b, c, d, e, f];
     all.push(crate::local::llama_listing());
-    all.push(ProviderModels {
-        provider: "mlx",
-        available: false,
-        reason: Some("the MLX engine is not part of this build".to_string()),
-        models: Vec::new(),
-    });
+    all.push(crate::local::mlx_listing());
     all
 }

@@ -53,6 +53,25 @@ pub fn write_tiny_model(
     dir: &Path,
     context_window: Option<u32>,
 ) -> Result<(), String> {
+    generate(python, dir, context_window, None)
+}
+
+/// The tiny model with a bias towards the `"` token: strings end early, so
+/// answers are a few dozen tokens (fast end-to-end runs); greedy, it calls a
+/// tool with minimal arguments. Otherwise as [`write_tiny_model`].
+///
+/// # Errors
+/// The generator's own error output when it fails.
+pub fn write_terse_tiny_model(python: &Path, dir: &Path) -> Result<(), String> {
+    generate(python, dir, None, Some(2.0))
+}
+
+fn generate(
+    python: &Path,
+    dir: &Path,
+    context_window: Option<u32>,
+    quote_bias: Option<f32>,
+) -> Result<(), String> {
     let mut cmd = Command::new(python);
     cmd.arg("-m")
         .arg("lrg_mlx_sidecar.tiny_model")
@@ -61,6 +80,9 @@ pub fn write_tiny_model(
         .env("PYTHONDONTWRITEBYTECODE", "1");
     if let Some(n) = context_window {
         cmd.arg("--context-window").arg(n.to_string());
+    }
+    if let Some(b) = quote_bias {
+        cmd.arg("--quote-bias").arg(b.to_string());
     }
     let out = cmd
         .output()

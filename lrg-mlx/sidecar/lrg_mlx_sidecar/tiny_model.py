@@ -95,9 +95,16 @@ def write_tiny_model(
     kv_heads: int = 2,
     intermediate: int = 128,
     context_window: int | None = None,
+    quote_bias: float = 0.0,
 ) -> Path:
     """Writes the model into `out` (created if needed) and returns it.
-    Without `context_window` the config names none, as some models do."""
+    Without `context_window` the config names none, as some models do.
+
+    `quote_bias` > 0 makes the model favour the `"` token wherever the grammar
+    allows it, so strings end early and answers stay short (end-to-end runs
+    stay fast); everything else stays random. How: one residual dimension is a
+    constant in every embedding, and the untied output head reads it only for
+    `"`, which amounts to a logit bias."""
     out.mkdir(parents=True, exist_ok=True)
     tok = build_tokenizer(vocab_size)
     tok.save(str(out / "tokenizer.json"))
@@ -115,7 +122,7 @@ def write_tiny_model(
         "rms_norm_eps": 1e-5,
         "vocab_size": n_vocab,
         "rope_theta": 10000.0,
-        "tie_word_embeddings": True,
+        "tie_word_embeddings": quote_bias == 0.0,
         "bos_token_id": ids["<|endoftext|>"],
         "eos_token_id": ids["<|im_end|>"],
     }
@@ -156,6 +163,12 @@ def write_tiny_model(
         t[p + "input_layernorm.weight"] = np.ones(hidden, np.float32)
         t[p + "post_attention_layernorm.weight"] = np.ones(hidden, np.float32)
     t["model.norm.weight"] = np.ones(hidden, np.float32)
+    if quote_bias:
+        t["model.embed_tokens.weight"][:, 0] = 1.5
+        head = w(n_vocab, hidden, scale=0.5)
+        head[:, 0] = 0.0
+        head[tok.token_to_id('"'), 0] = quote_bias
+        t["lm_head.weight"] = head
     write_safetensors(out / "model.safetensors", t)
     return out
 
@@ -165,8 +178,9 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--context-window", type=int, default=None)
+    ap.add_argument("--quote-bias", type=float, default=0.0)
     a = ap.parse_args()
-    write_tiny_model(a.out, seed=a.seed, context_window=a.context_window)
+    write_tiny_model(a.out, seed=a.seed, context_window=a.context_window, quote_bias=a.quote_bias)
     print(a.out)
 
 
