@@ -37,6 +37,9 @@ pub struct MlxStats {
     pub prefill: Duration,
     /// Time from the sidecar reading the request to the first sampled token.
     pub time_to_first_token: Option<Duration>,
+    /// Time the sidecar spent on the whole turn (what the caller saw beyond
+    /// it is the cost of the pipe and the JSON lines).
+    pub sidecar_time: Duration,
     /// Times the sidecar was started (1 after [`MlxEngine::start`]).
     pub starts: u32,
 }
@@ -47,6 +50,9 @@ pub struct MlxStats {
 /// prompt cache and the compiled grammar between turns; turns run one at a
 /// time. If it dies or misbehaves, the turn in flight fails with a clear error
 /// and the next turn starts a new one. Dropping the engine stops it.
+///
+/// A turn whose schema is `null` is generated unconstrained (control tokens
+/// are still kept out): benches use it to price the constraint.
 pub struct MlxEngine {
     inner: Arc<Inner>,
 }
@@ -143,6 +149,51 @@ impl MlxEngine {
         result
     }
 
+    /// One request to the sidecar and its answer, timed: the fixed cost of
+    /// a line each way (benches compare it to the time per token).
+    ///
+    /// # Errors
+    /// As for a turn: the sidecar failing or not answering in time.
+    pub async fn ping(&self) -> Result<Duration, ProviderError> {
+        self.acknowledged(|id| Request::Ping { id }).await
+    }
+
+    /// Forgets the conversation in the prompt cache, after any running turn;
+    /// the next turn evaluates its whole prompt. Nothing needs this for
+    /// correctness (a new conversation only reuses its matching prefix).
+    ///
+    /// # Errors
+    /// As for a turn: the sidecar failing or not answering in time.
+    pub async fn clear_cache(&self) -> Result<(), ProviderError> {
+        self.acknowledged(|id| Request::ClearCache { id })
+            .await
+            .map(|_| ())
+    }
+
+    /// Sends the request made by `request` and waits for its `pong`.
+    async fn acknowledged(
+        &self,
+        request: impl Fn(u64) -> Request<'static>,
+    ) -> Result<Duration, ProviderError> {
+        let inner = &self.inner;
+        let mut slot = inner.slot.lock().await;
+        let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let sidecar = inner.running(&mut slot).await?;
+        let result = async {
+            let started = std::time::Instant::now();
+            sidecar.send(&request(id)).await?;
+            loop {
+                match sidecar.next(inner.config.read_timeout).await? {
+                    Reply::Pong { id: rid } if rid == id => return Ok(started.elapsed()),
+                    other => skip_stale(id, &other)?,
+                }
+            }
+        }
+        .await;
+        inner.settle(&mut slot, &result).await;
+        result
+    }
+
     /// The sidecar's process id, while one runs (tests use it to kill it).
     pub async fn sidecar_pid(&self) -> Option<u32> {
         self.inner.slot.lock().await.as_ref().and_then(Sidecar::pid)
@@ -207,6 +258,7 @@ impl Inner {
             grammar_reused,
             prefill: ms(timings.prefill_ms),
             time_to_first_token: timings.first_token_ms.map(ms),
+            sidecar_time: ms(timings.total_ms),
             starts: stats.starts,
         };
     }
@@ -220,6 +272,7 @@ fn skip_stale(current: u64, reply: &Reply) -> Result<(), ProviderError> {
         | Reply::Delta { id, .. }
         | Reply::Done { id, .. }
         | Reply::Tokens { id, .. }
+        | Reply::Pong { id }
         | Reply::Error { id: Some(id), .. }
             if *id != current =>
         {

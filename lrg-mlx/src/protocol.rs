@@ -31,6 +31,12 @@ pub(crate) enum Request<'a> {
     Cancel {
         id: u64,
     },
+    Ping {
+        id: u64,
+    },
+    ClearCache {
+        id: u64,
+    },
     Shutdown,
 }
 
@@ -92,6 +98,9 @@ pub(crate) enum Reply {
     Tokens {
         id: u64,
         tokens: Vec<u32>,
+    },
+    Pong {
+        id: u64,
     },
     Error {
         id: Option<u64>,
@@ -205,6 +214,8 @@ pub(crate) struct Timings {
     pub prefill_ms: f64,
     #[serde(default)]
     pub first_token_ms: Option<f64>,
+    #[serde(default)]
+    pub total_ms: f64,
 }
 
 /// Decodes one line from the sidecar.

@@ -74,6 +74,11 @@ def main() -> None:
         try:
             if op == "generate":
                 engine.generate(req, ch)
+            elif op == "ping":
+                ch.send({"type": "pong", "id": rid})
+            elif op == "clear_cache":
+                engine.reset_cache()
+                ch.send({"type": "pong", "id": rid})
             elif op == "tokenize":
                 ch.send({"type": "tokens", "id": rid, "tokens": engine.render(req["messages"])})
             else:

@@ -72,6 +72,14 @@ class Constraint:
         llnp.fill_next_token_bitmask(matcher, self.bitmask)
         if matcher.is_error():
             raise RuntimeError(f"constraint error: {matcher.get_error()}")
+        return self._masked(logits)
+
+    def apply_control(self, logits: mx.array) -> mx.array:
+        """Unconstrained (benches): only the control tokens are forbidden."""
+        self.bitmask.fill(-1)
+        return self._masked(logits)
+
+    def _masked(self, logits: mx.array) -> mx.array:
         mask = self.bitmask[0]
         eos_allowed = mask & self._eos
         mask &= ~self._control

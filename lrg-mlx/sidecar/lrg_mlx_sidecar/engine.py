@@ -129,10 +129,12 @@ class Engine:
                 f"the prompt has {len(prompt)} tokens and the model's window is {self.window}",
             )
         budget = min(max_tokens, self.window - len(prompt))
-        try:
-            matcher, grammar_reused = self.constraint.matcher_for(schema)
-        except ValueError as e:
-            raise TurnError("bad_request", str(e)) from e
+        matcher, grammar_reused = None, False
+        if schema is not None:
+            try:
+                matcher, grammar_reused = self.constraint.matcher_for(schema)
+            except ValueError as e:
+                raise TurnError("bad_request", str(e)) from e
 
         # Longest shared prefix, leaving at least one token to evaluate.
         reused = min(common_prefix(self.cached, prompt), len(prompt) - 1)
@@ -170,7 +172,10 @@ class Engine:
                 stop = "max_tokens"
                 break
             assert logits is not None
-            masked = self.constraint.apply(matcher, logits)
+            if matcher is not None:
+                masked = self.constraint.apply(matcher, logits)
+            else:
+                masked = self.constraint.apply_control(logits)
             if temperature <= 0:
                 token = int(mx.argmax(masked).item())
             else:
@@ -182,12 +187,12 @@ class Engine:
                 first_token_ms = (time.perf_counter() - started) * 1000
             if token in self.eos:
                 break
-            if not matcher.consume_token(token):
+            if matcher is not None and not matcher.consume_token(token):
                 raise TurnError("internal", f"constraint rejected token {token}: {matcher.get_error()}")
             text = utf8.decode(self.lltok.decode_bytes([token]))
             if text and ch.cancelled_at(rid) is None:
                 ch.send({"type": "delta", "id": rid, "text": text})
-            if matcher.is_stopped():
+            if matcher is not None and matcher.is_stopped():
                 break
             logits = self._forward([token])
         tail = utf8.decode(b"", final=True)
