@@ -51,6 +51,9 @@ pub struct MlxStats {
 /// time. If it dies or misbehaves, the turn in flight fails with a clear error
 /// and the next turn starts a new one. Dropping the engine stops it.
 ///
+/// The sidecar runs text models: each image of a turn reaches the model as a
+/// short text placeholder, never as an error.
+///
 /// A turn whose schema is `null` is generated unconstrained (control tokens
 /// are still kept out): benches use it to price the constraint.
 pub struct MlxEngine {
@@ -325,11 +328,6 @@ async fn run_turn(
     cancel: &CancellationToken,
     events: &Events,
 ) -> Result<(), ProviderError> {
-    if turn.messages.iter().any(|m| !m.images.is_empty()) {
-        return Err(ProviderError::Unsupported {
-            message: "the MLX engine does not take images yet".into(),
-        });
-    }
     let mut slot = tokio::select! {
         biased;
         () = cancel.cancelled() => return cancelled(events).await,

@@ -1,6 +1,8 @@
 //! The sidecar's wire format: JSON lines, one request or reply per line
 //! (the sidecar's `protocol.py` is the other half). Decoding is I/O-free.
 
+use std::borrow::Cow;
+
 use lrg_providers::ProviderError;
 use lrg_providers::local_chat::{EngineMessage, EngineRole, EngineStop};
 use serde::{Deserialize, Serialize};
@@ -44,15 +46,31 @@ pub(crate) enum Request<'a> {
 #[derive(Debug, Serialize)]
 pub(crate) struct WireMessage<'a> {
     role: EngineRole,
-    content: &'a str,
+    content: Cow<'a, str>,
 }
 
+/// What a model without vision reads in place of each image.
+pub(crate) const IMAGE_PLACEHOLDER: &str = "[image omitted: this model cannot see images]";
+
+/// The messages for the sidecar; images become a text placeholder (the
+/// sidecar runs text models only), so a conversation with one still works.
 pub(crate) fn wire_messages(messages: &[EngineMessage]) -> Vec<WireMessage<'_>> {
     messages
         .iter()
         .map(|m| WireMessage {
             role: m.role,
-            content: &m.content,
+            content: if m.images.is_empty() {
+                Cow::Borrowed(m.content.as_str())
+            } else {
+                let mut text = m.content.clone();
+                for _ in &m.images {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(IMAGE_PLACEHOLDER);
+                }
+                Cow::Owned(text)
+            },
         })
         .collect()
 }
@@ -301,6 +319,24 @@ mod tests {
         assert_eq!(
             Request::Shutdown.to_line().unwrap(),
             "{\"op\":\"shutdown\"}\n"
+        );
+    }
+
+    #[test]
+    fn images_become_a_placeholder() {
+        let image = lrg_providers::Image {
+            mime: "image/png".into(),
+            data: vec![1u8, 2, 3].into(),
+        };
+        let msgs = vec![EngineMessage {
+            role: EngineRole::User,
+            content: "Result of screenshot:".into(),
+            images: vec![image.clone(), image],
+        }];
+        let wire = serde_json::to_value(wire_messages(&msgs)).unwrap();
+        assert_eq!(
+            wire[0]["content"],
+            format!("Result of screenshot:\n{IMAGE_PLACEHOLDER}\n{IMAGE_PLACEHOLDER}")
         );
     }
 
