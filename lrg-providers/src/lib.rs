@@ -16,6 +16,7 @@ pub mod record;
 pub mod retry;
 pub mod schema;
 pub mod transport;
+pub mod text_tools;
 pub mod wire;
 
 pub mod anthropic;
