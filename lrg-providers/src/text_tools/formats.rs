@@ -227,10 +227,15 @@ fn mistral_calls(text: &str) -> Result<Vec<Written>, Problem> {
     if t.starts_with('[') || t.starts_with('{') {
         return json_calls(t);
     }
-    // `NAME[ARGS]{…}`, possibly with `[CALL_ID]id` before `[ARGS]`.
-    let (head, args) = t
-        .split_once("[ARGS]")
-        .ok_or_else(|| unreadable("`NAME[ARGS]{…}`"))?;
+    // `NAME[ARGS]{…}` (possibly with `[CALL_ID]id` before `[ARGS]`), or
+    // `NAME{…}` when the server drops the `[ARGS]` token's text.
+    let (head, args) = match t.split_once("[ARGS]") {
+        Some(split) => split,
+        None => t
+            .find('{')
+            .map(|i| t.split_at(i))
+            .ok_or_else(|| unreadable("`NAME[ARGS]{…}`"))?,
+    };
     let name = head.split("[CALL_ID]").next().unwrap_or(head).trim();
     if name.is_empty() {
         return Err(Problem::NoName);

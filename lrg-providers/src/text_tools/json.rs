@@ -172,7 +172,10 @@ mod tests {
 
     #[test]
     fn strict_json_is_taken_as_is() {
-        assert_eq!(parse_lenient(r#"{"a": [1, 2]}"#), Some(json!({"a": [1, 2]})));
+        assert_eq!(
+            parse_lenient(r#"{"a": [1, 2]}"#),
+            Some(json!({"a": [1, 2]}))
+        );
     }
 
     #[test]
@@ -181,8 +184,14 @@ mod tests {
             (r#"{"a": 1,}"#, json!({"a": 1})),
             (r#"[1, 2, ]"#, json!([1, 2])),
             (r#"{'a': 'it\'s "x"'}"#, json!({"a": "it's \"x\""})),
-            (r#"{city: "Paris", days: 3}"#, json!({"city": "Paris", "days": 3})),
-            (r#"{"a": True, "b": None, "c": False}"#, json!({"a": true, "b": null, "c": false})),
+            (
+                r#"{city: "Paris", days: 3}"#,
+                json!({"city": "Paris", "days": 3}),
+            ),
+            (
+                r#"{"a": True, "b": None, "c": False}"#,
+                json!({"a": true, "b": null, "c": false}),
+            ),
             (r#"{"a": "unterminated"#, json!({"a": "unterminated"})),
             (r#"{"a": {"b": [1, 2"#, json!({"a": {"b": [1, 2]}})),
             (r#"{"a": 1,"#, json!({"a": 1})),

@@ -147,7 +147,13 @@ enum CaptureEnd {
 }
 
 const HARMONY_MESSAGE: &str = "<|message|>";
-const HARMONY_CLOSERS: [&str; 5] = ["<|end|>", "<|return|>", "<|call|>", "<|start|>", "<|channel|>"];
+const HARMONY_CLOSERS: [&str; 5] = [
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|start|>",
+    "<|channel|>",
+];
 
 /// The streaming parser of one answer in one [`ToolFormat`]. See the module docs.
 #[derive(Debug)]
@@ -488,7 +494,10 @@ impl TextToolParser {
             Ok(calls) => calls,
             Err(problem) => {
                 if fallback == Fallback::Failure {
-                    self.fail(recovery::unreadable(self.format, &problem, text, &self.tools), out);
+                    self.fail(
+                        recovery::unreadable(self.format, &problem, text, &self.tools),
+                        out,
+                    );
                 } else {
                     self.text(&as_text(), out);
                 }

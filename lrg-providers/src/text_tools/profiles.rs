@@ -114,18 +114,106 @@ use ReasoningFormat as R;
 use ToolFormat as T;
 
 /// Family profiles. Sampling from each maker's model card / generation config.
-const QWEN3_CODER: ModelProfile = profile(F::Qwen3Coder, T::Qwen3Coder, R::None, Sampling::new(0.7, 0.8, Some(20)), true);
-const QWEN: ModelProfile = profile(F::Qwen, T::Hermes, R::ThinkTags, Sampling::new(0.6, 0.95, Some(20)), true);
-const HERMES: ModelProfile = profile(F::Hermes, T::Hermes, R::ThinkTags, Sampling { temperature: None, top_p: None, top_k: None }, true);
-const PHI: ModelProfile = profile(F::Phi, T::Hermes, R::ThinkTags, Sampling { temperature: None, top_p: None, top_k: None }, false);
-const LLAMA3: ModelProfile = profile(F::Llama3, T::Llama3, R::None, Sampling::new(0.6, 0.9, None), true);
-const LLAMA4: ModelProfile = profile(F::Llama4, T::Pythonic, R::None, Sampling::new(0.6, 0.9, None), true);
-const MISTRAL: ModelProfile = profile(F::Mistral, T::Mistral, R::MistralThink, Sampling::new(0.15, 1.0, None), true);
-const GPT_OSS: ModelProfile = profile(F::GptOss, T::Harmony, R::Harmony, Sampling::new(1.0, 1.0, None), true);
-const GRANITE: ModelProfile = profile(F::Granite, T::Granite, R::ThinkTags, Sampling { temperature: None, top_p: None, top_k: None }, true);
-const DEEPSEEK: ModelProfile = profile(F::DeepSeek, T::DeepSeek, R::ThinkTags, Sampling::new(0.6, 0.95, None), true);
-const GEMMA: ModelProfile = profile(F::Gemma, T::Pythonic, R::None, Sampling::new(1.0, 0.95, Some(64)), false);
-const UNKNOWN: ModelProfile = profile(F::Unknown, T::Hermes, R::ThinkTags, Sampling { temperature: None, top_p: None, top_k: None }, true);
+const QWEN3_CODER: ModelProfile = profile(
+    F::Qwen3Coder,
+    T::Qwen3Coder,
+    R::None,
+    Sampling::new(0.7, 0.8, Some(20)),
+    true,
+);
+const QWEN: ModelProfile = profile(
+    F::Qwen,
+    T::Hermes,
+    R::ThinkTags,
+    Sampling::new(0.6, 0.95, Some(20)),
+    true,
+);
+const HERMES: ModelProfile = profile(
+    F::Hermes,
+    T::Hermes,
+    R::ThinkTags,
+    Sampling {
+        temperature: None,
+        top_p: None,
+        top_k: None,
+    },
+    true,
+);
+const PHI: ModelProfile = profile(
+    F::Phi,
+    T::Hermes,
+    R::ThinkTags,
+    Sampling {
+        temperature: None,
+        top_p: None,
+        top_k: None,
+    },
+    false,
+);
+const LLAMA3: ModelProfile = profile(
+    F::Llama3,
+    T::Llama3,
+    R::None,
+    Sampling::new(0.6, 0.9, None),
+    true,
+);
+const LLAMA4: ModelProfile = profile(
+    F::Llama4,
+    T::Pythonic,
+    R::None,
+    Sampling::new(0.6, 0.9, None),
+    true,
+);
+const MISTRAL: ModelProfile = profile(
+    F::Mistral,
+    T::Mistral,
+    R::MistralThink,
+    Sampling::new(0.15, 1.0, None),
+    true,
+);
+const GPT_OSS: ModelProfile = profile(
+    F::GptOss,
+    T::Harmony,
+    R::Harmony,
+    Sampling::new(1.0, 1.0, None),
+    true,
+);
+const GRANITE: ModelProfile = profile(
+    F::Granite,
+    T::Granite,
+    R::ThinkTags,
+    Sampling {
+        temperature: None,
+        top_p: None,
+        top_k: None,
+    },
+    true,
+);
+const DEEPSEEK: ModelProfile = profile(
+    F::DeepSeek,
+    T::DeepSeek,
+    R::ThinkTags,
+    Sampling::new(0.6, 0.95, None),
+    true,
+);
+const GEMMA: ModelProfile = profile(
+    F::Gemma,
+    T::Pythonic,
+    R::None,
+    Sampling::new(1.0, 0.95, Some(64)),
+    false,
+);
+const UNKNOWN: ModelProfile = profile(
+    F::Unknown,
+    T::Hermes,
+    R::ThinkTags,
+    Sampling {
+        temperature: None,
+        top_p: None,
+        top_k: None,
+    },
+    true,
+);
 
 /// Model-id fragments (lowercase, `_` and ` ` read as `-`), first match wins:
 /// the more specific ones come first (`qwen3-coder` before `qwen`).
@@ -169,7 +257,11 @@ mod tests {
     #[test]
     fn model_ids_map_to_families() {
         let cases = [
-            ("Qwen/Qwen3-Coder-30B-A3B-Instruct", F::Qwen3Coder, T::Qwen3Coder),
+            (
+                "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+                F::Qwen3Coder,
+                T::Qwen3Coder,
+            ),
             ("qwen3:8b", F::Qwen, T::Hermes),
             ("hermes-3-llama-3.1-8b", F::Hermes, T::Hermes),
             ("meta-llama/Llama-3.1-8B-Instruct", F::Llama3, T::Llama3),

@@ -54,7 +54,11 @@ fn python_literal(value: &Value) -> String {
         Value::Bool(false) => "False".into(),
         Value::Array(items) => format!(
             "[{}]",
-            items.iter().map(python_literal).collect::<Vec<_>>().join(", ")
+            items
+                .iter()
+                .map(python_literal)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         Value::Object(map) => format!(
             "{{{}}}",

@@ -122,7 +122,11 @@ impl Reader<'_> {
         match self.peek()? {
             b'"' | b'\'' => self.string().map(Value::String),
             b'[' | b'(' => {
-                let close = if self.peek() == Some(b'[') { b']' } else { b')' };
+                let close = if self.peek() == Some(b'[') {
+                    b']'
+                } else {
+                    b')'
+                };
                 self.i += 1;
                 let mut items = Vec::new();
                 loop {
@@ -233,15 +237,34 @@ mod tests {
             r#"[get_weather(city="Paris", units='metric'), add(a=1, b=-2.5), noop(), f(x=[1, (2, 3)], y={"k": None, 'b': True})]"#,
         )
         .unwrap();
-        assert_eq!(calls[0], ("get_weather".into(), json!({"city": "Paris", "units": "metric"})));
+        assert_eq!(
+            calls[0],
+            (
+                "get_weather".into(),
+                json!({"city": "Paris", "units": "metric"})
+            )
+        );
         assert_eq!(calls[1], ("add".into(), json!({"a": 1, "b": -2.5})));
         assert_eq!(calls[2], ("noop".into(), json!({})));
-        assert_eq!(calls[3], ("f".into(), json!({"x": [1, [2, 3]], "y": {"k": null, "b": true}})));
+        assert_eq!(
+            calls[3],
+            (
+                "f".into(),
+                json!({"x": [1, [2, 3]], "y": {"k": null, "b": true}})
+            )
+        );
     }
 
     #[test]
     fn rejects_what_is_not_a_call_list() {
-        for text in ["[1, 2]", "[]", "[f(x=)]", "[f(x=1)] x", "hello", "[f(\"a\")]"] {
+        for text in [
+            "[1, 2]",
+            "[]",
+            "[f(x=)]",
+            "[f(x=1)] x",
+            "hello",
+            "[f(\"a\")]",
+        ] {
             assert_eq!(parse_calls(text), None, "{text}");
         }
         let deep = format!("[f(x={}1{})]", "[".repeat(1000), "]".repeat(1000));

@@ -7,9 +7,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::ToolFormat;
 use super::formats::Problem;
 use super::prompt::render_call;
-use super::ToolFormat;
 use crate::ToolSpec;
 use crate::text::quote;
 
@@ -60,7 +60,11 @@ pub(crate) fn unreadable(
         quote(raw.trim())
     );
     if let Some(tool) = meant {
-        message.push_str(&render_call(format, &tool.name, &example_arguments(&tool.input_schema)));
+        message.push_str(&render_call(
+            format,
+            &tool.name,
+            &example_arguments(&tool.input_schema),
+        ));
     }
     Recovery {
         message,
@@ -82,7 +86,11 @@ pub(crate) fn unknown_name(format: ToolFormat, written: &str, tools: &[ToolSpec]
     );
     if let Some(tool) = tools.first() {
         message.push_str(" A call looks like this:\n");
-        message.push_str(&render_call(format, &tool.name, &example_arguments(&tool.input_schema)));
+        message.push_str(&render_call(
+            format,
+            &tool.name,
+            &example_arguments(&tool.input_schema),
+        ));
     }
     Recovery {
         message,
@@ -116,7 +124,11 @@ pub(crate) fn example_arguments(schema: &Value) -> Value {
             Some("boolean") => Value::Bool(true),
             Some("array") => Value::Array(Vec::new()),
             Some("object") => Value::Object(Map::new()),
-            _ => match property.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+            _ => match property
+                .get("enum")
+                .and_then(Value::as_array)
+                .and_then(|e| e.first())
+            {
                 Some(first) => first.clone(),
                 None => Value::String(format!("<{name}>")),
             },

@@ -107,17 +107,23 @@ impl Rule {
 #[derive(Debug, Clone)]
 pub(crate) struct Markers {
     list: Vec<&'static str>,
-    first: [bool; 256],
+    /// Bit set of the markers' first bytes.
+    first: [u64; 4],
 }
 
 impl Markers {
     pub(crate) fn new(list: impl IntoIterator<Item = &'static str>) -> Self {
         let list: Vec<&'static str> = list.into_iter().filter(|m| !m.is_empty()).collect();
-        let mut first = [false; 256];
+        let mut first = [0u64; 4];
         for m in &list {
-            first[usize::from(m.as_bytes()[0])] = true;
+            let b = m.as_bytes()[0];
+            first[usize::from(b >> 6)] |= 1 << (b & 63);
         }
         Self { list, first }
+    }
+
+    fn starts(&self, b: u8) -> bool {
+        self.first[usize::from(b >> 6)] & (1 << (b & 63)) != 0
     }
 
     pub(crate) fn get(&self, idx: usize) -> &'static str {
@@ -141,7 +147,7 @@ pub(crate) fn find(s: &str, set: &Markers, allow: impl Fn(usize) -> bool) -> Hit
     let bytes = s.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i..].iter().position(|&b| set.first[usize::from(b)]) {
+        match bytes[i..].iter().position(|&b| set.starts(b)) {
             None => return Hit::None,
             Some(k) => i += k,
         }

@@ -37,7 +37,12 @@ fn text(t: &str) -> TurnEvent {
 fn hermes_call_between_text_split_anywhere() {
     let got = parse(
         ToolFormat::Hermes,
-        &["Sure<", "tool_ca", "ll>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool", "_call> done"],
+        &[
+            "Sure<",
+            "tool_ca",
+            "ll>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool",
+            "_call> done",
+        ],
     );
     assert_eq!(
         got,
@@ -64,7 +69,9 @@ fn text_streams_as_soon_as_it_cannot_be_a_marker() {
 fn unknown_names_and_garbage_become_recovery_calls() {
     let got = parse(
         ToolFormat::Hermes,
-        &["<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call><tool_call>{{{</tool_call>"],
+        &[
+            "<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call><tool_call>{{{</tool_call>",
+        ],
     );
     assert_eq!(got.len(), 2);
     for event in &got {
