@@ -235,3 +235,136 @@ fn through_the_openai_decoder_any_chunking_decodes_the_same() {
         let _ = case;
     }
 }
+
+mod through_the_adapter {
+    use super::*;
+    use lrg_providers::openai::{OpenAiChat, OpenAiConfig};
+    use lrg_providers::text_tools::ToolMode;
+    use lrg_providers::{Message, Part, Role, StopReason, ToolCall, ToolResult, TurnRequest};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    async fn server_answering(text: &str) -> MockServer {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_raw(sse_of(text, 5), "text/event-stream"),
+            )
+            .expect(1)
+            .mount(&server)
+            .await;
+        server
+    }
+
+    fn model(server: &MockServer, name: &str, mode: ToolMode) -> OpenAiChat {
+        let config = OpenAiConfig::new(Dialect::LLAMA_CPP, format!("{}/v1", server.uri()), name)
+            .with_tool_mode(mode);
+        OpenAiChat::new(config).unwrap()
+    }
+
+    fn request() -> TurnRequest {
+        TurnRequest {
+            system: Some("You are terse.".into()),
+            messages: vec![Message::user("Weather in Paris?")],
+            tools: tools(),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn auto_parses_hermes_text_into_a_call() {
+        let server = server_answering(
+            "<think>Need the tool.</think>Checking.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+        )
+        .await;
+        let turn = common::turn(&model(&server, "qwen3-8b", ToolMode::Auto), request())
+            .await
+            .unwrap();
+        assert_eq!(turn.text(), "Checking.");
+        assert_eq!(turn.stop, Some(StopReason::ToolCalls));
+        let calls = turn.tool_calls();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(
+            (calls[0].name.as_str(), &calls[0].arguments),
+            ("get_weather", &json!({"city": "Paris"}))
+        );
+        // Qwen's servers parse tools themselves: auto still sends them natively.
+        let body = &common::bodies(&server).await[0];
+        assert_eq!(body["tools"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[tokio::test]
+    async fn text_mode_describes_tools_in_the_prompt_and_writes_history_as_text() {
+        let server = server_answering("[get_weather(city=\"Oslo\")]").await;
+        let mut req = request();
+        req.messages.push(Message {
+            role: Role::Assistant,
+            parts: vec![Part::ToolCall(ToolCall {
+                id: "call_1".into(),
+                name: "add".into(),
+                arguments: json!({"a": 1, "b": 2}),
+            })],
+        });
+        req.messages.push(Message {
+            role: Role::Tool,
+            parts: vec![Part::ToolResult(ToolResult {
+                call_id: "call_1".into(),
+                name: "add".into(),
+                parts: vec![Part::Text { text: "3".into() }],
+                is_error: false,
+            })],
+        });
+        let turn = common::turn(&model(&server, "gemma3:12b", ToolMode::Auto), req)
+            .await
+            .unwrap();
+        assert_eq!(turn.tool_calls()[0].arguments, json!({"city": "Oslo"}));
+        assert_ne!(turn.tool_calls()[0].id, "call_1");
+        let body = &common::bodies(&server).await[0];
+        assert!(body.get("tools").is_none(), "{body}");
+        let messages = body["messages"].as_array().unwrap();
+        let system = messages[0]["content"].as_str().unwrap();
+        assert!(system.starts_with("You are terse.\n\n# Tools"), "{system}");
+        assert!(
+            system.contains("[get_weather(city=\"<city>\")]"),
+            "{system}"
+        );
+        let roles: Vec<&str> = messages
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["system", "user", "assistant", "user"]);
+        assert_eq!(messages[2]["content"], "[add(a=1, b=2)]");
+        assert!(
+            body.to_string()
+                .contains("<tool_response>\\n3\\n</tool_response>"),
+            "{body}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_native_call_wins_over_text() {
+        let server = MockServer::start().await;
+        let chunk = |delta: Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": Value::Null}]});
+        let body = format!(
+            "data: {}\n\ndata: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "abc", "function": {"name": "add", "arguments": "{\"a\":1,\"b\":2}"}}]})
+            ),
+            chunk(json!({"content": "<tool_call>{\"name\": \"get_weather\"}</tool_call>"})),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        );
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let turn = common::turn(&model(&server, "qwen3-8b", ToolMode::Auto), request())
+            .await
+            .unwrap();
+        let names: Vec<&str> = turn.tool_calls().iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["add"]);
+        // The text call was read (never shown as text), then dropped for the native one.
+        assert_eq!(turn.text(), "");
+    }
+}

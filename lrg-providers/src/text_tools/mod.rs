@@ -17,6 +17,7 @@
 mod decoder;
 mod formats;
 mod json;
+mod mode;
 mod names;
 mod profiles;
 mod prompt;
@@ -31,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use decoder::TextToolDecoder;
+pub use mode::{TextTurn, ToolMode};
 pub use names::match_tool_name;
 pub use profiles::{Family, ModelProfile, ReasoningFormat, Sampling, profile_for};
 pub use prompt::{render_call, tools_prompt};
