@@ -15,8 +15,8 @@ pub mod local_chat;
 pub mod record;
 pub mod retry;
 pub mod schema;
-pub mod transport;
 pub mod text_tools;
+pub mod transport;
 pub mod wire;
 
 pub mod anthropic;
