@@ -61,6 +61,7 @@ pub enum ToolFormat {
     /// `<|tool_call|>[…]` or `<function_call>{…}`.
     Granite,
     /// `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>…`.
+    #[serde(rename = "deepseek")]
     DeepSeek,
     /// `[get_weather(city="Paris"), add(a=1, b=2)]` (Llama 4 and others).
     Pythonic,
@@ -91,7 +92,7 @@ impl ToolFormat {
             ToolFormat::Llama3 => "llama3",
             ToolFormat::Harmony => "harmony",
             ToolFormat::Granite => "granite",
-            ToolFormat::DeepSeek => "deep-seek",
+            ToolFormat::DeepSeek => "deepseek",
             ToolFormat::Pythonic => "pythonic",
             ToolFormat::MarkdownJson => "markdown-json",
         }
