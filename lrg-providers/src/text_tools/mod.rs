@@ -221,9 +221,14 @@ impl TextToolParser {
         if delta.is_empty() {
             return;
         }
-        let mut work = std::mem::take(&mut self.carry);
-        work.push_str(delta);
-        self.run(work, out);
+        if self.carry.is_empty() {
+            self.run(delta, out);
+        } else {
+            // Only a held marker prefix (a few bytes) is copied.
+            let mut work = std::mem::take(&mut self.carry);
+            work.push_str(delta);
+            self.run(&work, out);
+        }
     }
 
     /// The answer ended: flush held text, and read a call cut short by the
@@ -250,7 +255,7 @@ impl TextToolParser {
 
     /// Process `work` from the start; whatever might be a cut marker at its
     /// end is held in `carry`.
-    fn run(&mut self, mut work: String, out: &mut Vec<TurnEvent>) {
+    fn run(&mut self, work: &str, out: &mut Vec<TurnEvent>) {
         let mut pos = 0;
         while pos < work.len() {
             let s = &work[pos..];
@@ -367,15 +372,6 @@ impl TextToolParser {
                         self.finish_call(open, body, fallback, &text, closer, name, out);
                     }
                 }
-            }
-            if pos >= work.len() {
-                break;
-            }
-            // Keep `work` small when a long delta holds many calls: nothing
-            // before `pos` is needed again.
-            if pos > 4096 {
-                work.drain(..pos);
-                pos = 0;
             }
         }
     }
