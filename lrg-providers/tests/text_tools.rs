@@ -264,12 +264,9 @@ mod through_the_adapter {
     }
 
     fn request() -> TurnRequest {
-        TurnRequest {
-            system: Some("You are terse.".into()),
-            messages: vec![Message::user("Weather in Paris?")],
-            tools: tools(),
-            ..Default::default()
-        }
+        TurnRequest::new(vec![Message::user("Weather in Paris?")])
+            .system("You are terse.")
+            .tools(tools())
     }
 
     #[tokio::test]
