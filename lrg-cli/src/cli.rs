@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use lrg_providers::text_tools::ToolMode;
 
 /// The exit codes, shown in `--help` and the README.
 pub const EXIT_CODES: &str = "\
@@ -77,6 +78,11 @@ pub struct ModelArgs {
     /// address for ollama: and lmstudio:
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// How tools reach an OpenAI-compatible server (server:, lmstudio:): native (default), auto
+    /// (by the model's family; calls the model writes as text are read too), or a text format:
+    /// hermes, qwen3-coder, mistral, llama3, harmony, granite, deepseek, pythonic, markdown-json
+    #[arg(long, value_name = "FORMAT")]
+    pub tool_format: Option<ToolMode>,
 }
 
 /// Where the tools come from.

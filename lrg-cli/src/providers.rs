@@ -59,6 +59,9 @@ fn server_config(args: &ModelArgs, model: &str) -> Result<OpenAiConfig, CliError
     if let Some(key) = ApiKey::from_env(&[SERVER_KEY_ENV]) {
         config = config.with_api_key(key);
     }
+    if let Some(mode) = args.tool_format {
+        config = config.with_tool_mode(mode);
+    }
     Ok(config)
 }
 
@@ -66,6 +69,9 @@ fn lmstudio_config(args: &ModelArgs, model: &str) -> Result<OpenAiConfig, Provid
     let mut config = OpenAiConfig::for_dialect(Dialect::LMSTUDIO, model)?;
     if let Some(url) = base_url_flag(args) {
         config.base_url = url;
+    }
+    if let Some(mode) = args.tool_format {
+        config = config.with_tool_mode(mode);
     }
     Ok(config)
 }

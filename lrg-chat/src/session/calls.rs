@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use lrg_providers::text_tools::{RECOVERY_TOOL, recovery::Recovery};
 use lrg_providers::{Part, ToolCall, ToolResult, ToolSpec};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -43,6 +44,9 @@ pub(super) async fn handle_call(
             None,
             "Not run: the user stopped before this call started.",
         );
+    }
+    if call.name == RECOVERY_TOOL {
+        return recover(shared, call, specs, made);
     }
     if !made.insert(format!(
         "{}\u{0}{}",
@@ -198,6 +202,49 @@ async fn ask(
             Some(skip(shared, call, SkipReason::NotAllowed, note, &text))
         }
     }
+}
+
+/// How many unusable calls written as text one message may get a recovery
+/// hint for; after that the model is told to answer without them.
+const MAX_RECOVERIES: usize = 3;
+
+/// A call the model wrote as text but that could not be used (see
+/// `lrg_providers::text_tools`): the result restates what is needed, with the
+/// tool's expected arguments, and the person sees a warning.
+fn recover(
+    shared: &Shared,
+    call: &ToolCall,
+    specs: &[ToolSpec],
+    made: &mut HashSet<String>,
+) -> ToolResult {
+    let attempt = (1..)
+        .find(|n| made.insert(format!("\u{1}recovery {n}")))
+        .unwrap_or(1);
+    let recovery = Recovery::from_arguments(&call.arguments);
+    let mut text = recovery.as_ref().map_or_else(
+        || "Your tool call could not be read.".to_string(),
+        |r| r.message.clone(),
+    );
+    if let Some(spec) = recovery
+        .and_then(|r| r.tool)
+        .and_then(|name| specs.iter().find(|s| s.name == name))
+    {
+        text.push_str(&format!(
+            "\nThe arguments of `{}`: {}",
+            spec.name,
+            crate::tools::describe_arguments(&spec.input_schema)
+        ));
+    }
+    if attempt > MAX_RECOVERIES {
+        text = "Not run: several tool calls in a row could not be read. Do not call tools again \
+                for this message: answer the user with what you have."
+            .to_string();
+    }
+    shared.publish(Event::Warning {
+        message: format!("the model wrote a tool call that could not be used (attempt {attempt})"),
+        retrying: false,
+    });
+    skip(shared, call, SkipReason::UnknownTool, None, &text)
 }
 
 fn skip(

@@ -30,8 +30,9 @@ pub use encode::encode;
 pub(crate) use encode::{decimal, function_tool};
 pub use models::parse_models;
 
+use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
 use crate::transport::{HttpTransport, TransportConfig};
-use crate::wire::Framing;
+use crate::wire::{Decoder, Framing};
 use crate::{ApiKey, ChatModel, ModelInfo, ProviderError, TurnRequest, TurnStream};
 
 /// Settings of an [`OpenAiChat`].
@@ -54,6 +55,8 @@ pub struct OpenAiConfig {
     pub context_window: Option<u32>,
     /// Timeouts.
     pub transport: TransportConfig,
+    /// Whether tools go natively or as text in the model family's format.
+    pub tool_mode: ToolMode,
 }
 
 impl OpenAiConfig {
@@ -68,6 +71,7 @@ impl OpenAiConfig {
             temperature: None,
             context_window: None,
             transport: TransportConfig::default(),
+            tool_mode: ToolMode::Native,
         }
     }
 
@@ -119,6 +123,12 @@ impl OpenAiConfig {
     /// With these timeouts.
     pub fn with_transport(mut self, transport: TransportConfig) -> Self {
         self.transport = transport;
+        self
+    }
+
+    /// With tools sent natively, as text, or by the model's profile.
+    pub fn with_tool_mode(mut self, mode: ToolMode) -> Self {
+        self.tool_mode = mode;
         self
     }
 
@@ -214,11 +224,17 @@ impl ChatModel for OpenAiChat {
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        let TextTurn { request, parser } =
+            TextTurn::new(self.config.tool_mode, &self.config.model, request);
         let body = match encode(&request, &self.config) {
             Ok(body) => body,
             Err(e) => return failed(e),
         };
         let decoder = OpenAiDecoder::new(self.config.dialect.reasoning_fields, &request.messages);
+        let decoder: Box<dyn Decoder> = match parser {
+            Some(parser) => Box::new(TextToolDecoder::new(decoder, parser)),
+            None => Box::new(decoder),
+        };
         tracing::debug!(
             server = self.config.dialect.name,
             model = %self.config.model,
@@ -233,7 +249,7 @@ impl ChatModel for OpenAiChat {
         self.transport.stream(
             http,
             Framing::Sse,
-            Box::new(decoder),
+            decoder,
             self.config.api_key.clone(),
             cancel,
         )
