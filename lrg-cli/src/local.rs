@@ -6,12 +6,12 @@ use lrg_providers::ChatModel;
 
 use crate::exit::CliError;
 use crate::providers::ProviderModels;
-use crate::usage;
 
 /// A GGUF file as a chat model: llama.cpp, constrained to lrg's answer
 /// format so even a small model calls tools reliably.
 #[cfg(feature = "llama")]
 pub async fn llama(path: &str) -> Result<Arc<dyn ChatModel>, CliError> {
+    use crate::usage;
     use lrg_providers::local_chat::LocalChatModel;
     let path = std::path::PathBuf::from(path);
     if !path.is_file() {
@@ -34,9 +34,7 @@ pub async fn llama(path: &str) -> Result<Arc<dyn ChatModel>, CliError> {
 /// Without the `llama` feature there is no engine to run a GGUF file on.
 #[cfg(not(feature = "llama"))]
 pub async fn llama(path: &str) -> Result<Arc<dyn ChatModel>, CliError> {
-    Err(usage!(
-        "--model llama:{path}: this lrg was built without the `llama` feature"
-    ))
+    Err(crate::engines::Engine::Llama.missing(&format!("llama:{path}")))
 }
 
 /// The `llama` line of `lrg models`: files are named, not discovered.
@@ -49,7 +47,7 @@ pub fn llama_listing() -> ProviderModels {
     } else {
         (
             false,
-            Some("this lrg was built without the `llama` feature".to_string()),
+            Some(crate::engines::Engine::Llama.how_to_get().to_string()),
         )
     };
     ProviderModels {

@@ -113,11 +113,7 @@ pub async fn connect(
                 .map_err(err)?,
         ),
         Provider::Llama => crate::local::llama(model).await?,
-        Provider::Mlx => {
-            return Err(usage!(
-                "--model {model_ref}: the MLX engine is not part of this build"
-            ));
-        }
+        Provider::Mlx => return Err(crate::engines::Engine::Mlx.missing(&model_ref.to_string())),
         Provider::Script | Provider::Replay => {
             return Err(usage!(
                 "--model {model_ref}: handled elsewhere (this is a bug in lrg)"

@@ -539,6 +539,39 @@ fn mcp_config_file_is_read() {
     assert_eq!(v["tools"].as_array().unwrap().len(), 4);
 }
 
+#[test]
+fn disabled_mcp_servers_are_listed_and_never_started() {
+    let env = Env::new();
+    let exe = assert_cmd::cargo::cargo_bin("lrg");
+    // Were it started, the disabled server would leave a file behind.
+    let config = serde_json::json!({"mcpServers": {
+        "off": {"command": "sh", "args": ["-c", "touch started; sleep 5"], "disabled": true},
+        "notes": {"command": exe, "args": ["demo-server"]},
+    }});
+    env.file("mcp.json", &config.to_string());
+    let r = ran(env
+        .lrg()
+        .args(["tools", "--json", "--mcp-config", "mcp.json"]));
+    assert_eq!(r.code, 0, "{r:?}");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["disabled_servers"], serde_json::json!(["off"]));
+    assert!(v["failed_servers"].as_array().unwrap().is_empty(), "{r:?}");
+    assert!(
+        v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["server"] == "notes")
+    );
+    let r = ran(env.lrg().args(["tools", "--mcp-config", "mcp.json"]));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("`off` is disabled"), "{r:?}");
+    assert!(
+        !env.path("started").exists(),
+        "a disabled server was started"
+    );
+}
+
 // ---------------------------------------------------------------- Ctrl-C
 
 #[cfg(unix)]
@@ -633,4 +666,27 @@ fn chat_keeps_going_after_a_model_error() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stderr.contains("error: boom"), "{r:?}");
     assert!(r.stdout.contains("Better now."), "{r:?}");
+}
+
+/// Without the `llama` feature, `--model llama:FILE` is a usage error (exit
+/// 2) on one line that says how to get the engine: no panic, no backtrace.
+#[cfg(not(feature = "llama"))]
+#[test]
+fn llama_model_without_the_engine_says_how_to_get_it() {
+    let env = Env::new();
+    let r = ran(env.lrg().env("RUST_BACKTRACE", "1").args([
+        "run",
+        "--model",
+        "llama:model.gguf",
+        "hi",
+    ]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stdout.is_empty(), "{r:?}");
+    assert_eq!(r.stderr.trim_end().lines().count(), 1, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("`cargo install --path lrg-cli --features llama` (needs cmake and libclang)"),
+        "{r:?}"
+    );
+    assert!(!r.stderr.contains("panicked"), "{r:?}");
 }

@@ -407,7 +407,8 @@ impl ChatSession {
         Ok(self.start(&runtime, state, Work::Compact))
     }
 
-    /// Empty the conversation. Tools allowed "for this chat" stay allowed.
+    /// Empty the conversation. A cleared chat is a new chat: tools allowed
+    /// "for this chat" ask again (rules saved with "always" stay).
     pub fn clear(&self) -> Result<(), SessionError> {
         let mut state = self.shared.lock();
         if state.running.is_some() {
@@ -415,6 +416,7 @@ impl ChatSession {
         }
         state.history.clear();
         state.user_seqs.clear();
+        state.chat_allowed.clear();
         self.shared.publish(Event::Cleared);
         Ok(())
     }
