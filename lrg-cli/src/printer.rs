@@ -338,6 +338,18 @@ impl Printer {
                 );
             }
             Event::Cleared => eprintln!("{}", err.dim("conversation cleared")),
+            Event::Permissions {
+                saved: false,
+                save_error,
+                ..
+            } => {
+                self.line_break();
+                let why = match save_error {
+                    Some(e) => format!("the permission settings could not be saved: {e}"),
+                    None => "the permission settings changed for this run only (not saved)".into(),
+                };
+                eprintln!("{} {why}", err.bold("note:"));
+            }
             _ => {}
         }
     }

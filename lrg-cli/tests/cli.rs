@@ -524,6 +524,65 @@ fn tools_schema_for_each_target() {
 }
 
 #[test]
+fn permissions_file_is_bound_by_default_and_flags_are_not_saved() {
+    let env = Env::new();
+    let default = env.path("config/lrg/permissions.json");
+    let permission = |r: &common::Ran, tool: &str| {
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let row = v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == tool)
+            .cloned()
+            .unwrap();
+        row["permission"].as_str().unwrap().to_string()
+    };
+    // A run binds the default file, writing the defaults when it is new.
+    env.file("s.json", r#"[{"text": "hi"}]"#);
+    let r = ran(env.lrg().args(["run", "--model", "script:s.json", "hi"]));
+    assert_eq!(r.code, 0, "{r:?}");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&default).unwrap()).unwrap();
+    assert_eq!(saved["mode"], "auto_read");
+    // What the file says holds in later runs.
+    std::fs::write(&default, r#"{"rules": {"list_notes": "block"}}"#).unwrap();
+    let r = ran(env.lrg().args(["tools", "--json", "--mcp", DEMO]));
+    assert_eq!(permission(&r, "list_notes"), "block", "{r:?}");
+    // Flags win for this run, and a run with flags leaves the file alone.
+    let r = ran(env.lrg().args([
+        "run",
+        "--model",
+        "script:s.json",
+        "--mode",
+        "auto_all",
+        "hi",
+    ]));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(&default).unwrap(),
+        r#"{"rules": {"list_notes": "block"}}"#
+    );
+    // --permissions names another file.
+    env.file("mine.json", r#"{"rules": {"add_note": "block"}}"#);
+    let r = ran(env.lrg().args([
+        "tools",
+        "--json",
+        "--mcp",
+        DEMO,
+        "--permissions",
+        "mine.json",
+    ]));
+    assert_eq!(permission(&r, "add_note"), "block", "{r:?}");
+    assert_eq!(permission(&r, "list_notes"), "allow", "{r:?}");
+    // A broken file is a usage error that names it.
+    std::fs::write(&default, "{not json").unwrap();
+    let r = ran(env.lrg().args(["tools", "--mcp", DEMO]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("permissions.json"), "{r:?}");
+}
+
+#[test]
 fn mcp_config_file_is_read() {
     let env = Env::new();
     let exe = assert_cmd::cargo::cargo_bin("lrg");
