@@ -40,6 +40,12 @@ use tokio::sync::watch;
 use crate::permissions::{Answer, ApprovalReason, PermissionSettings};
 use crate::tools::ToolClass;
 
+/// The version of the event schema. Front ends that write events out (the
+/// CLI's `--json` header line, say) state it, so a reader can tell which
+/// fields to expect; it changes only if a field is ever renamed or removed
+/// (fields are only added).
+pub const EVENTS_SCHEMA_VERSION: u32 = 1;
+
 /// How far (in events) a live subscriber may fall behind before it is sent
 /// [`Event::Resync`] and dropped.
 pub const LAG_LIMIT: u64 = 1024;
