@@ -351,7 +351,7 @@ impl Default for EventLog {
 fn lock(state: &Mutex<LogState>) -> MutexGuard<'_, LogState> {
     // Every critical section leaves the state consistent (pushes and
     // counters), so a poisoned lock is safe to reuse.
-    state.lock().unwrap_or_else(|p| p.into_inner())
+    lrg_providers::sync::lock(state)
 }
 
 impl EventLog {

@@ -16,6 +16,7 @@ pub mod local_chat;
 pub mod record;
 pub mod retry;
 pub mod schema;
+pub mod sync;
 pub mod transport;
 pub mod wire;
 

@@ -187,7 +187,7 @@ impl Tools for NoTools {
         _arguments: serde_json::Value,
         _cancel: CancellationToken,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { ToolOutput::error(format!("there is no tool named `{name}`")) })
+        Box::pin(async move { ToolOutput::error(crate::tools::unknown_tool_message(name, &[])) })
     }
 }
 
@@ -310,7 +310,7 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // Every critical section is a few pushes and inserts; a panic inside
         // one cannot leave a half-made change worth refusing to read.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lrg_providers::sync::lock(&self.state)
     }
 
     fn publish(&self, event: Event) -> u64 {

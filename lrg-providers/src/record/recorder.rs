@@ -63,7 +63,7 @@ impl<M> std::fmt::Debug for RecordingModel<M> {
 
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     // The state is a plain list that is always consistent between statements.
-    shared.lock().unwrap_or_else(|p| p.into_inner())
+    crate::sync::lock(shared)
 }
 
 fn save(shared: &Mutex<Shared>) -> Result<(), ProviderError> {
