@@ -123,15 +123,19 @@ pub enum ModeArg {
 /// Permission settings for this run (kept in memory, never written).
 #[derive(Debug, Clone, Args)]
 pub struct PermissionArgs {
-    /// Which tool calls run without asking
-    #[arg(long, value_enum, value_name = "MODE", default_value = "auto_read")]
-    pub mode: ModeArg,
+    /// Which tool calls run without asking [default: the settings file's, else auto_read]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<ModeArg>,
     /// Let TOOL run without asking (repeatable)
     #[arg(long, value_name = "TOOL")]
     pub allow: Vec<String>,
     /// Never offer TOOL to the model (repeatable)
     #[arg(long, value_name = "TOOL")]
     pub deny: Vec<String>,
+    /// The permission settings file, where "always" answers are kept
+    /// [default: $XDG_CONFIG_HOME/lrg/permissions.json or the platform's config dir]
+    #[arg(long, value_name = "FILE")]
+    pub permissions: Option<PathBuf>,
 }
 
 /// `lrg run`.

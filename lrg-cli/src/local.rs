@@ -7,12 +7,12 @@ use lrg_providers::ChatModel;
 
 use crate::exit::CliError;
 use crate::providers::ProviderModels;
-use crate::usage;
 
 /// A GGUF file as a chat model: llama.cpp, constrained to lrg's answer
 /// format so even a small model calls tools reliably.
 #[cfg(feature = "llama")]
 pub async fn llama(path: &str) -> Result<Arc<dyn ChatModel>, CliError> {
+    use crate::usage;
     use lrg_providers::local_chat::LocalChatModel;
     let path = std::path::PathBuf::from(path);
     if !path.is_file() {
@@ -35,9 +35,7 @@ pub async fn llama(path: &str) -> Result<Arc<dyn ChatModel>, CliError> {
 /// Without the `llama` feature there is no engine to run a GGUF file on.
 #[cfg(not(feature = "llama"))]
 pub async fn llama(path: &str) -> Result<Arc<dyn ChatModel>, CliError> {
-    Err(usage!(
-        "--model llama:{path}: this lrg was built without the `llama` feature"
-    ))
+    Err(crate::engines::Engine::Llama.missing(&format!("llama:{path}")))
 }
 
 /// The `llama` line of `lrg models`: files are named, not discovered.
@@ -50,7 +48,7 @@ pub fn llama_listing() -> ProviderModels {
     } else {
         (
             false,
-            Some("this lrg was built without the `llama` feature".to_string()),
+            Some(crate::engines::Engine::Llama.how_to_get().to_string()),
         )
     };
     ProviderModels {
@@ -75,9 +73,7 @@ pub async fn mlx(dir: &str) -> Result<Arc<dyn ChatModel>, CliError> {
 /// Without the `mlx` feature there is no engine to run an MLX model on.
 #[cfg(not(feature = "mlx"))]
 pub async fn mlx(dir: &str) -> Result<Arc<dyn ChatModel>, CliError> {
-    Err(usage!(
-        "--model mlx:{dir}: this lrg was built without the `mlx` feature"
-    ))
+    Err(crate::engines::Engine::Mlx.missing(&format!("mlx:{dir}")))
 }
 
 /// The `mlx` line of `lrg models`: directories are named, not discovered,
@@ -95,7 +91,7 @@ pub fn mlx_listing() -> ProviderModels {
     } else {
         (
             false,
-            Some("this lrg was built without the `mlx` feature".to_string()),
+            Some(crate::engines::Engine::Mlx.how_to_get().to_string()),
         )
     };
     ProviderModels {

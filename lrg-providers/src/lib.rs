@@ -17,6 +17,7 @@ pub mod record;
 pub mod retry;
 pub mod schema;
 pub mod text_tools;
+pub mod sync;
 pub mod transport;
 pub mod wire;
 

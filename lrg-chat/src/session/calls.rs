@@ -13,6 +13,9 @@ use crate::events::{Event, SkipReason};
 use crate::permissions::{Answer, ApprovalReason, Decision, Rule, decide};
 use crate::tools::ToolClass;
 
+/// The result of a call the person's stop kept from starting.
+const STOPPED_BEFORE_START: &str = "Not run: the user stopped before this call started.";
+
 /// Handle `call` and return its result; every call gets one, even one that
 /// never ran.
 pub(super) async fn handle_call(
@@ -42,7 +45,7 @@ pub(super) async fn handle_call(
             call,
             SkipReason::Stopped,
             None,
-            "Not run: the user stopped before this call started.",
+            STOPPED_BEFORE_START,
         );
     }
     if call.name == RECOVERY_TOOL {
@@ -63,15 +66,7 @@ pub(super) async fn handle_call(
     }
     let Some(spec) = spec else {
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-        let text = format!(
-            "There is no tool named `{}`. The tools are: {}.",
-            call.name,
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        );
+        let text = crate::tools::unknown_tool_message(&call.name, &names);
         return skip(shared, call, SkipReason::UnknownTool, None, &text);
     };
 
@@ -99,7 +94,7 @@ pub(super) async fn handle_call(
             call,
             SkipReason::Stopped,
             None,
-            "Not run: the user stopped before this call started.",
+            STOPPED_BEFORE_START,
         );
     }
 

@@ -31,6 +31,7 @@ pub(crate) use encode::{decimal, function_tool};
 pub use models::parse_models;
 
 use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
+use crate::endpoint::{check_base_url, sends_to};
 use crate::transport::{HttpTransport, TransportConfig};
 use crate::wire::{Decoder, Framing};
 use crate::{ApiKey, ChatModel, ModelInfo, ProviderError, TurnRequest, TurnStream};
@@ -228,7 +229,7 @@ impl ChatModel for OpenAiChat {
             TextTurn::new(self.config.tool_mode, &self.config.model, request);
         let body = match encode(&request, &self.config) {
             Ok(body) => body,
-            Err(e) => return failed(e),
+            Err(e) => return crate::model::failed_turn(e),
         };
         let decoder = OpenAiDecoder::new(self.config.dialect.reasoning_fields, &request.messages);
         let decoder: Box<dyn Decoder> = match parser {
@@ -254,35 +255,6 @@ impl ChatModel for OpenAiChat {
             cancel,
         )
     }
-}
-
-/// A turn that fails before any request is sent.
-pub(crate) fn failed(error: ProviderError) -> TurnStream {
-    Box::pin(futures::stream::once(async move { Err(error) }))
-}
-
-/// Reject a base URL reqwest could not use, naming it (it never holds a key).
-pub(crate) fn check_base_url(base_url: &str) -> Result<(), ProviderError> {
-    match reqwest::Url::parse(base_url) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => Ok(()),
-        _ => Err(ProviderError::Config {
-            message: format!("invalid base URL {base_url:?}: expected http(s)://host[:port]/path"),
-        }),
-    }
-}
-
-/// The host a conversation goes to, or `None` when it stays on this machine.
-pub(crate) fn sends_to(base_url: &str) -> Option<String> {
-    let url = reqwest::Url::parse(base_url).ok()?;
-    let host = url
-        .host_str()?
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified());
-    (!loopback).then(|| host.to_string())
 }
 
 #[cfg(test)]
