@@ -63,6 +63,7 @@ pub fn llama_listing() -> ProviderModels {
 /// constrained to lrg's answer format.
 #[cfg(feature = "mlx")]
 pub async fn mlx(dir: &str) -> Result<Arc<dyn ChatModel>, CliError> {
+    use crate::usage;
     use lrg_providers::local_chat::LocalChatModel;
     let engine = lrg_mlx::MlxEngine::start(lrg_mlx::MlxConfig::new(dir))
         .await
