@@ -284,8 +284,8 @@ impl Printer {
                 } else {
                     ""
                 };
-                let images = if *images > 0 {
-                    format!(" (+{images} image(s))")
+                let images = if !images.is_empty() {
+                    format!(" (+{} image(s))", images.len())
                 } else {
                     String::new()
                 };
