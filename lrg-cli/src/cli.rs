@@ -52,6 +52,10 @@ pub enum Command {
     #[command(after_help = EXIT_CODES)]
     Tools(ToolsArgs),
     /// Serve the chat page and the HTTP API (/v1/chat/*); prints the page URL
+    ///
+    /// Opens a first chat and prints its page URL (the chat token is in the fragment). More
+    /// chats are opened with POST /v1/chat/sessions and the agent token: $LRG_AGENT_TOKEN, or
+    /// a fresh one written to a file only you can read, whose path is printed.
     #[command(after_help = format!("{MODEL_HELP}\n\n{EXIT_CODES}"))]
     Serve(ServeArgs),
     /// Serve a small demo MCP server (notes) over stdio, for trying lrg offline
