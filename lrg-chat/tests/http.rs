@@ -872,3 +872,34 @@ async fn the_page_allows_nothing_from_outside() {
     let other = b.headers()["content-security-policy"].to_str().unwrap();
     assert_ne!(other, csp, "a fresh nonce per response");
 }
+
+/// Shutting the server down (what Ctrl-C does in `lrg serve`) ends every
+/// chat: a running tool finishes and its result is recorded, streams close.
+#[tokio::test]
+async fn shutdown_lets_a_running_tool_finish_and_records_it() {
+    let (h, chat) = chat_with(vec![
+        call("slow", json!({"seconds": 0.5})),
+        text("never asked"),
+    ])
+    .await;
+    let mut events = h.events(&chat, 0).await;
+    h.post(&chat, "/messages", json!({"text": "take your time"}))
+        .await;
+    events.until("tool_running", |_| true).await;
+    let live = h.server.clone();
+    tokio::time::timeout(WAIT, live.shutdown())
+        .await
+        .expect("shutdown ends");
+    let done = events.until("tool_done", |_| true).await;
+    assert_eq!(done["ok"], true, "{done}");
+    events.until("stopped", |_| true).await;
+    assert!(
+        tokio::time::timeout(WAIT, async { while events.next().await.is_some() {} })
+            .await
+            .is_ok(),
+        "the stream closes"
+    );
+    assert_eq!(h.server.chat_count(), 0);
+    let (s, _) = h.get(&chat, "/transcript").await;
+    assert_eq!(s, 403);
+}

@@ -66,10 +66,10 @@ impl LiveChat {
             .map(|_| SubscriberSlot(self.clone()))
     }
 
-    /// End the chat: close its streams, stop its message (a running tool
-    /// finishes and its result is recorded), then stop its tool servers.
+    /// End the chat: stop its message (a running tool finishes and its
+    /// result is recorded), close its streams once viewers have seen that,
+    /// then stop its tool servers.
     pub(crate) async fn end(&self) {
-        self.ended.cancel();
         self.session.stop();
         let settled = async {
             while self.session.is_busy() {
@@ -77,6 +77,7 @@ impl LiveChat {
             }
         };
         let _ = tokio::time::timeout(END_GRACE, settled).await;
+        self.ended.cancel();
         if let Some(host) = &self.host {
             host.shutdown().await;
         }

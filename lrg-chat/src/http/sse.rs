@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt as _;
 
 use super::AppState;
 use super::error::ApiError;
@@ -61,12 +60,18 @@ pub(crate) fn stream(
     })?;
     let subscription = chat.session.subscribe(after);
     let ended = chat.ended.clone();
-    // The slot is held as long as the stream lives.
-    let events = futures::stream::unfold((subscription, slot), |(mut sub, slot)| async move {
-        let entry = sub.next().await?;
-        Some((Ok::<_, Infallible>(to_sse(&entry)), (sub, slot)))
-    })
-    .take_until(ended.cancelled_owned());
+    // The slot is held as long as the stream lives. When the chat ends, the
+    // events already published are still sent (a stream is polled first),
+    // then the stream closes.
+    let start = (subscription, slot, ended);
+    let events = futures::stream::unfold(start, |(mut sub, slot, ended)| async move {
+        let entry = tokio::select! {
+            biased;
+            entry = sub.next() => entry?,
+            _ = ended.cancelled() => return None,
+        };
+        Some((Ok::<_, Infallible>(to_sse(&entry)), (sub, slot, ended)))
+    });
     let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(state.config.heartbeat))
         .into_response();
