@@ -162,6 +162,7 @@ impl HttpConfig {
 /// A chat as its opener is told: the id, its token, and the page address
 /// (relative to the server) with both in the fragment.
 #[derive(Clone, Serialize)]
+#[non_exhaustive]
 pub struct ChatLink {
     /// The chat's id.
     pub session: String,
