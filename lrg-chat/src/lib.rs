@@ -6,6 +6,7 @@ pub mod http;
 pub mod model_source;
 pub mod permissions;
 pub mod session;
+pub mod testing;
 pub mod tools;
 
 pub use events::{ErrorKind, SkipReason};

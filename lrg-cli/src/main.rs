@@ -17,6 +17,7 @@ mod run;
 mod serve;
 mod setup;
 mod signals;
+mod test;
 mod tools;
 
 use std::process::ExitCode;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
             Command::Tools(args) => tools::tools(args).await,
             Command::Serve(args) => serve::serve(args).await,
             Command::DemoServer => demo_server::serve().await,
+            Command::Test(args) => test::test(args).await,
         }
     });
     // Child MCP servers and blocking stdin readers must not keep us alive.
