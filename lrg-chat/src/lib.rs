@@ -2,6 +2,7 @@
 
 pub mod context;
 pub mod events;
+pub mod http;
 pub mod model_source;
 pub mod permissions;
 pub mod session;

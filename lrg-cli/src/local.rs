@@ -1,12 +1,13 @@
 //! In-process engines this binary links in: llama.cpp for GGUF files
-//! (feature `llama`). They are registered with the library's
-//! [`Connections`], which lists their model files and loads them.
+//! (feature `llama`) and MLX model directories run by a Python sidecar
+//! (feature `mlx`). They are registered with the library's [`Connections`],
+//! which lists their model files and loads them.
 
-use lrg_providers::catalog::Connections;
+use lrg_providers::catalog::{Availability, Connections, ProviderModels};
 use lrg_providers::{ModelRef, Provider};
 
+use crate::engines::Engine;
 use crate::exit::CliError;
-use crate::usage;
 
 /// llama.cpp, constrained to lrg's answer format so even a small model calls
 /// tools reliably.
@@ -49,20 +50,66 @@ mod llama {
     }
 }
 
+/// An MLX model directory as a chat model: mlx-lm in a Python sidecar,
+/// constrained to lrg's answer format.
+#[cfg(feature = "mlx")]
+mod mlx {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use futures::future::BoxFuture;
+    use lrg_providers::catalog::EngineLoader;
+    use lrg_providers::local_chat::LocalChatModel;
+    use lrg_providers::{ChatModel, ProviderError};
+
+    pub struct Mlx;
+
+    impl EngineLoader for Mlx {
+        fn load(
+            &self,
+            path: PathBuf,
+        ) -> BoxFuture<'static, Result<Arc<dyn ChatModel>, ProviderError>> {
+            Box::pin(async move {
+                let engine = lrg_mlx::MlxEngine::start(lrg_mlx::MlxConfig::new(path)).await?;
+                let model: Arc<dyn ChatModel> =
+                    Arc::new(LocalChatModel::new("mlx", Arc::new(engine)));
+                Ok(model)
+            })
+        }
+    }
+}
+
 /// `connections` with the engines of this build.
 pub fn with_engines(connections: Connections) -> Connections {
     #[cfg(feature = "llama")]
     let connections = connections.with_engine(Provider::Llama, std::sync::Arc::new(llama::Llama));
+    #[cfg(feature = "mlx")]
+    let connections = connections.with_engine(Provider::Mlx, std::sync::Arc::new(mlx::Mlx));
     connections
 }
 
-/// Without the `llama` feature there is no engine to run a GGUF file on: one
-/// line that says how to get it.
+/// The engine `provider` needs when this build lacks it.
+pub fn missing(provider: Provider) -> Option<Engine> {
+    match provider {
+        Provider::Llama if !cfg!(feature = "llama") => Some(Engine::Llama),
+        Provider::Mlx if !cfg!(feature = "mlx") => Some(Engine::Mlx),
+        _ => None,
+    }
+}
+
+/// Without the engine a model needs: one line that says how to get it.
 pub fn missing_engine(model_ref: &ModelRef) -> Option<CliError> {
-    (model_ref.provider == Provider::Llama && !cfg!(feature = "llama")).then(|| {
-        usage!(
-            "--model {model_ref}: this lrg was built without the llama.cpp engine; \
-             install it with `cargo install --path lrg-cli --features llama` (needs cmake and libclang)"
-        )
-    })
+    missing(model_ref.provider).map(|engine| engine.missing(&model_ref.to_string()))
+}
+
+/// In a listing, the group of an engine this build lacks says how to get it
+/// (the library only knows that it is not linked in).
+pub fn explain_missing(groups: &mut [ProviderModels]) {
+    for g in groups {
+        if let Some(engine) = missing(g.provider) {
+            g.availability = Availability::Unavailable {
+                reason: engine.how_to_get().to_string(),
+            };
+        }
+    }
 }

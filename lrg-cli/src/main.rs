@@ -6,6 +6,7 @@ mod approve;
 mod chat;
 mod cli;
 mod demo_server;
+mod engines;
 mod exit;
 mod input;
 mod local;
@@ -14,6 +15,7 @@ mod printer;
 mod providers;
 mod resolve;
 mod run;
+mod serve;
 mod setup;
 mod signals;
 mod test;
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => chat::chat(args).await,
             Command::Models(args) => models::models(args).await,
             Command::Tools(args) => tools::tools(args).await,
+            Command::Serve(args) => serve::serve(args).await,
             Command::DemoServer => demo_server::serve().await,
             Command::Test(args) => test::test(args).await,
         }

@@ -14,6 +14,7 @@ pub async fn models(args: ModelsArgs) -> Result<Exit, CliError> {
         model: None,
         base_url: args.base_url.clone(),
         local_only: args.local_only,
+        tool_format: None,
     };
     print!("{}", catalog_table(&model_args, args.json).await);
     Ok(Exit::Replied)
@@ -23,7 +24,8 @@ pub async fn models(args: ModelsArgs) -> Result<Exit, CliError> {
 /// what `/models` shows in `lrg chat`. `--local-only` leaves clouds out.
 pub async fn catalog_table(args: &ModelArgs, json: bool) -> String {
     let connections = crate::providers::connections(args, Some(lrg_providers::Provider::Server));
-    let listing = ModelCatalog::new(connections).list().await;
+    let mut listing = ModelCatalog::new(connections).list().await.as_ref().clone();
+    crate::local::explain_missing(&mut listing);
     let shown: Vec<&ProviderModels> = listing
         .iter()
         .filter(|g| !args.local_only || g.locality != ModelLocation::Cloud)

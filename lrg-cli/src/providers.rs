@@ -22,6 +22,9 @@ fn non_empty(s: Option<&str>) -> Option<String> {
 /// var), or, with no model chosen, to every server provider.
 pub fn connections(args: &ModelArgs, provider: Option<Provider>) -> Connections {
     let mut connections = crate::local::with_engines(Connections::from_env());
+    if let Some(mode) = args.tool_format {
+        connections = connections.with_tool_mode(mode);
+    }
     if let Some(url) = non_empty(args.base_url.as_deref()) {
         let servers: Vec<Provider> = match provider {
             Some(p) => vec![p],
@@ -89,4 +92,16 @@ fn tried(groups: &[ProviderModels]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// Every provider with what it offers now, or why it cannot be used (the
+/// catalog, as `lrg models` lists it).
+pub async fn list_all(args: &ModelArgs) -> Vec<ProviderModels> {
+    let mut groups = ModelCatalog::new(connections(args, None))
+        .list()
+        .await
+        .as_ref()
+        .clone();
+    crate::local::explain_missing(&mut groups);
+    groups
 }

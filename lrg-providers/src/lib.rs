@@ -16,6 +16,8 @@ pub mod local_chat;
 pub mod record;
 pub mod retry;
 pub mod schema;
+pub mod sync;
+pub mod text_tools;
 pub mod transport;
 pub mod wire;
 

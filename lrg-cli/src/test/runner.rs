@@ -118,6 +118,7 @@ async fn run_once(case: &Case, options: &RunOptions) -> Attempt {
         model: Some(model),
         base_url: case.base_url.clone(),
         local_only: false,
+        tool_format: None,
     };
     // The CLI's own model and tool setup, as `lrg run` uses it.
     let resolved = match crate::resolve::resolve(&args, record.as_deref()).await {

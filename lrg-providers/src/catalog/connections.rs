@@ -16,6 +16,7 @@ use crate::gemini::{GeminiChat, GeminiConfig};
 use crate::ollama::{OllamaChat, OllamaConfig, parse_host};
 use crate::openai::{OpenAiChat, OpenAiConfig};
 use crate::record::ReplayModel;
+use crate::text_tools::ToolMode;
 use crate::transport::TransportConfig;
 use crate::{ApiKey, ChatModel, ModelRef, ProviderError, ScriptedModel};
 
@@ -44,6 +45,9 @@ pub struct Endpoint {
     pub api_key: Option<ApiKey>,
     /// Timeouts for requests to it.
     pub transport: TransportConfig,
+    /// How tools reach it, for an OpenAI-compatible server the user runs
+    /// (`None`: the adapter's default, native tool calls).
+    pub tool_mode: Option<ToolMode>,
 }
 
 /// How to reach each provider. [`Connections::from_env`] reads the table's
@@ -58,6 +62,7 @@ pub struct Connections {
     model_paths: Vec<PathBuf>,
     engines: HashMap<Provider, Arc<dyn EngineLoader>>,
     probe_timeout: Duration,
+    tool_mode: Option<ToolMode>,
 }
 
 impl fmt::Debug for Connections {
@@ -70,6 +75,7 @@ impl fmt::Debug for Connections {
             .field("model_paths", &self.model_paths)
             .field("engines", &self.engines.keys().collect::<Vec<_>>())
             .field("probe_timeout", &self.probe_timeout)
+            .field("tool_mode", &self.tool_mode)
             .finish()
     }
 }
@@ -92,6 +98,7 @@ impl Connections {
             model_paths: Vec::new(),
             engines: HashMap::new(),
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
+            tool_mode: None,
         }
     }
 
@@ -138,6 +145,14 @@ impl Connections {
     /// With this per-provider probe timeout (default 2 s).
     pub fn with_probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
+        self
+    }
+
+    /// With tools reaching OpenAI-compatible servers the user runs (LM
+    /// Studio, `server:`) this way: a text format read from the answer, or
+    /// `auto` by the model's family. Clouds keep their native tool calls.
+    pub fn with_tool_mode(mut self, mode: ToolMode) -> Self {
+        self.tool_mode = Some(mode);
         self
     }
 
@@ -214,11 +229,15 @@ impl Connections {
                 ),
             });
         }
+        let tool_mode = self
+            .tool_mode
+            .filter(|_| spec.locality != crate::ModelLocation::Cloud);
         Ok(Endpoint {
             provider,
             base_url,
             api_key,
             transport,
+            tool_mode,
         })
     }
 
@@ -290,6 +309,9 @@ pub(crate) fn connect_http(
             }
             if let Some(w) = window {
                 config = config.with_context_window(w);
+            }
+            if let Some(mode) = endpoint.tool_mode {
+                config = config.with_tool_mode(mode);
             }
             Arc::new(OpenAiChat::new(config)?)
         }

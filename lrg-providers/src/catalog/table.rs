@@ -231,7 +231,8 @@ providers! {
         base_url_env: None,
         default_base_url: None,
         example: "/path/to/model-dir",
-        help: "MLX in a sidecar process (lists model folders in $LRG_MODELS_DIR)",
+        help: "MLX through a Python sidecar ($LRG_MLX_PYTHON, else python3;\n\
+               lists model folders in $LRG_MODELS_DIR)",
         access: Access::Engine(EngineFiles::MlxDir),
     },
     /// A [`crate::ScriptedModel`] JSON file.
