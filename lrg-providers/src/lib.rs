@@ -22,6 +22,7 @@ pub mod anthropic;
 pub mod gemini;
 pub mod ollama;
 pub mod openai;
+pub mod responses;
 
 pub use error::ProviderError;
 pub use message::{
