@@ -19,6 +19,7 @@ pub mod transport;
 pub mod wire;
 
 pub mod anthropic;
+pub mod cli_agents;
 pub mod gemini;
 pub mod ollama;
 pub mod openai;
