@@ -269,7 +269,7 @@ fn responses_event(seq: usize, mut event: serde_json::Value) -> String {
 fn responses_stream() -> Vec<Bytes> {
     let item = "msg_68b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5";
     let response = |status: &str, usage: serde_json::Value| {
-        serde_json::json!({"id": "resp_68b1c2d3e4f5", "object": "response", "created_at": 1756_000_000,
+        serde_json::json!({"id": "resp_68b1c2d3e4f5", "object": "response", "created_at": 1_756_000_000,
             "status": status, "model": "o4-mini-2025-04-16", "output": [], "usage": usage})
     };
     let message = |status: &str, text: &str| {
@@ -433,10 +433,7 @@ fn fake_server(chunks: Vec<Bytes>) -> SocketAddr {
 }
 
 async fn via_lrg(model: &OpenAiChat) -> usize {
-    let request = TurnRequest {
-        messages: vec![Message::user("Write a long story.")],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![Message::user("Write a long story.")]);
     let mut stream = model.turn(request, CancellationToken::new());
     let mut deltas = 0;
     while let Some(event) = stream.next().await {

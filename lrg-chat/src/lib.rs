@@ -7,6 +7,7 @@ pub mod permissions;
 pub mod session;
 pub mod tools;
 
+pub use events::{ErrorKind, SkipReason};
 pub use events::{Event, EventLog, LogEntry, Subscription};
 pub use model_source::{FixedModel, ModelSource};
 pub use permissions::{Answer, Mode, PermissionSettings, Permissions, Rule};

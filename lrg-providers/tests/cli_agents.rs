@@ -55,11 +55,13 @@ impl Fake {
 }
 
 fn ask(text: &str) -> TurnRequest {
-    TurnRequest {
-        system: Some("Be brief.".into()),
-        messages: vec![Message::user(text)],
-        ..Default::default()
-    }
+    TurnRequest::new(vec![Message::user(text)]).system("Be brief.")
+}
+
+/// `request` with `messages` as its conversation.
+fn with_messages(mut request: TurnRequest, messages: Vec<Message>) -> TurnRequest {
+    request.messages = messages;
+    request
 }
 
 #[tokio::test]
@@ -154,10 +156,7 @@ async fn a_second_turn_resumes_with_only_the_new_tail() {
     let mut history = first.messages.clone();
     history.push(answer.into_message());
     history.push(Message::user("and how are you?"));
-    let second = TurnRequest {
-        messages: history.clone(),
-        ..first.clone()
-    };
+    let second = with_messages(first.clone(), history.clone());
     turn(&model, second).await.unwrap();
     let args = fake.args(2);
     assert_eq!(&args[args.len() - 2..], ["--resume", "sess-1"]);
@@ -172,15 +171,7 @@ async fn a_second_turn_resumes_with_only_the_new_tail() {
     for message in &mut history {
         message.parts.retain(|p| !matches!(p, Part::Native(_)));
     }
-    turn(
-        &model,
-        TurnRequest {
-            messages: history,
-            ..first
-        },
-    )
-    .await
-    .unwrap();
+    turn(&model, with_messages(first, history)).await.unwrap();
     assert!(!fake.args(3).contains(&"--resume".to_string()));
     assert_eq!(
         fake.log("stdin", 3),
@@ -242,15 +233,7 @@ async fn codex_runs_read_only_without_the_inherited_environment() {
     let mut history = ask("hi").messages;
     history.push(got.into_message());
     history.push(Message::user("more"));
-    turn(
-        &model,
-        TurnRequest {
-            messages: history,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    turn(&model, TurnRequest::new(history)).await.unwrap();
     let args = fake.args(2);
     assert_eq!(&args[args.len() - 3..], ["resume", "thread-1", "-"]);
     assert_eq!(fake.log("stdin", 2), "more");
@@ -282,22 +265,15 @@ async fn gemini_streams_deltas_and_resumes_its_session() {
     let mut history = ask("hi").messages;
     history.push(got.into_message());
     history.push(Message::user("more"));
-    turn(
-        &model,
-        TurnRequest {
-            messages: history,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    turn(&model, TurnRequest::new(history)).await.unwrap();
     assert_eq!(&fake.args(2)[4..], ["--resume", "gem-1"]);
 }
 
 /// Whether `pid` is gone (or a zombie waiting for init to reap it).
 fn gone(pid: &str) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => !Path::new("/proc/self").exists() && !alive_by_kill(pid),
+        // No /proc entry: gone, where there is a /proc to look in.
+        Err(_) => Path::new("/proc/self").exists() || !alive_by_kill(pid),
         Ok(stat) => stat
             .rsplit(')')
             .next()
@@ -348,6 +324,25 @@ async fn cancel_kills_the_whole_process_group() {
 }
 
 #[tokio::test]
+async fn dropping_the_turn_kills_the_whole_process_group() {
+    use futures::StreamExt as _;
+    let fake = Fake::new("gemini");
+    let model = fake.model(CliKind::Gemini, "sleep");
+    let mut stream = model.turn(ask("hi"), tokio_util::sync::CancellationToken::new());
+    let first = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .unwrap();
+    assert_eq!(first, Some(Ok(TurnEvent::TextDelta { text: "Hel".into() })));
+    drop(stream);
+    let grandchild = fake.log("grandchild", 1);
+    assert!(
+        wait_gone(grandchild.trim()).await,
+        "its child {} outlived the dropped turn",
+        grandchild.trim()
+    );
+}
+
+#[tokio::test]
 async fn a_silent_cli_is_stopped_after_the_idle_timeout() {
     let fake = Fake::new("claude");
     let config = CliAgentConfig::new(CliKind::Claude, "sleep")
@@ -360,7 +355,13 @@ async fn a_silent_cli_is_stopped_after_the_idle_timeout() {
         err.is_transient() && err.to_string().contains("silent"),
         "{err}"
     );
-    assert!(wait_gone(fake.log("grandchild", 1).trim()).await);
+    let grandchild = fake.log("grandchild", 1);
+    assert!(
+        wait_gone(grandchild.trim()).await,
+        "{grandchild}: {:?} (group {})",
+        std::fs::read_to_string(format!("/proc/{}/stat", grandchild.trim())),
+        fake.log("pgid", 1)
+    );
 }
 
 #[tokio::test]

@@ -32,10 +32,10 @@ fn stream() -> String {
 fn model(dialect: Dialect, base: &str) -> OpenAiChat {
     let config = OpenAiConfig::new(dialect, format!("{base}/v1"), "some/model")
         .with_api_key(ApiKey::new(KEY))
-        .with_transport(TransportConfig {
-            connect_timeout: Duration::from_secs(2),
-            idle_timeout: Duration::from_secs(5),
-        });
+        .with_transport(TransportConfig::new(
+            Duration::from_secs(2),
+            Duration::from_secs(5),
+        ));
     OpenAiChat::new(config).unwrap()
 }
 

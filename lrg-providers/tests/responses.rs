@@ -23,10 +23,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const KEY: &str = "sk-test-responses-0123456789abcdef";
 
 fn timeouts(idle: Duration) -> TransportConfig {
-    TransportConfig {
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: idle,
-    }
+    TransportConfig::new(Duration::from_secs(2), idle)
 }
 
 fn config(base: &str, model: &str) -> ResponsesConfig {
@@ -129,12 +126,13 @@ fn completed(id: &str, input: u32, cached: u32, output: u32, reasoning: u32) -> 
 }
 
 fn ask(text: &str) -> TurnRequest {
-    TurnRequest {
-        system: Some("You are terse.".into()),
-        messages: vec![Message::user(text)],
-        temperature: Some(0.7),
-        ..Default::default()
-    }
+    common::ask(text).temperature(0.7)
+}
+
+/// `request` with `messages` as its conversation.
+fn with_messages(mut request: TurnRequest, messages: Vec<Message>) -> TurnRequest {
+    request.messages = messages;
+    request
 }
 
 fn png(tag: u8) -> Image {
@@ -234,10 +232,7 @@ fn two_calls_stream() -> String {
 async fn reasoning_summary_and_two_calls_in_one_turn() {
     let server = MockServer::start().await;
     mount(&server, stream_ok(two_calls_stream())).await;
-    let request = TurnRequest {
-        tools: vec![weather_tool(), time_tool()],
-        ..ask("Weather and time in Paris?")
-    };
+    let request = ask("Weather and time in Paris?").tools(vec![weather_tool(), time_tool()]);
     let all: Vec<TurnEvent> = events(&model(&server.uri(), "o4-mini"), request)
         .await
         .into_iter()
@@ -298,10 +293,7 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
     let model = model(&server.uri(), "o4-mini");
     let tools = vec![weather_tool(), time_tool()];
     mount(&server, stream_ok(two_calls_stream())).await;
-    let first = TurnRequest {
-        tools: tools.clone(),
-        ..ask("Weather and time in Paris, then Rome's weather?")
-    };
+    let first = ask("Weather and time in Paris, then Rome's weather?").tools(tools.clone());
     let answer = turn(&model, first.clone()).await.unwrap();
     let calls: Vec<ToolCall> = answer.tool_calls().into_iter().cloned().collect();
     let mut history = first.messages.clone();
@@ -337,10 +329,7 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
     ));
     events.push(completed("resp_2", 120, 80, 20, 10));
     mount(&server, stream_ok(sse(&events))).await;
-    let second = TurnRequest {
-        messages: history,
-        ..first.clone()
-    };
+    let second = with_messages(first.clone(), history);
     let answer = turn(&model, second.clone()).await.unwrap();
     assert_eq!(answer.tool_calls()[0].id, "call_r");
     let body = bodies(&server).await.remove(0);
@@ -369,10 +358,7 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
         stream_ok(text_stream("resp_3", &["Paris 18°C; ", "Rome 22°C."])),
     )
     .await;
-    let third = TurnRequest {
-        messages: history,
-        ..first
-    };
+    let third = with_messages(first, history);
     assert_eq!(
         turn(&model, third).await.unwrap().text(),
         "Paris 18°C; Rome 22°C."
@@ -418,10 +404,7 @@ async fn previous_response_id_sends_only_the_new_tail() {
     let model =
         ResponsesChat::new(config(&server.uri(), "o4-mini").with_previous_response_id(true))
             .unwrap();
-    let first = TurnRequest {
-        tools: vec![weather_tool(), time_tool()],
-        ..ask("Weather and time in Paris?")
-    };
+    let first = ask("Weather and time in Paris?").tools(vec![weather_tool(), time_tool()]);
     let answer = turn(&model, first.clone()).await.unwrap();
     assert!(
         answer
@@ -438,15 +421,7 @@ async fn previous_response_id_sends_only_the_new_tail() {
     ));
     server.reset().await;
     mount(&server, stream_ok(text_stream("resp_2", &["Done."]))).await;
-    turn(
-        &model,
-        TurnRequest {
-            messages: history,
-            ..first
-        },
-    )
-    .await
-    .unwrap();
+    turn(&model, with_messages(first, history)).await.unwrap();
     let body = bodies(&server).await.remove(0);
     assert_eq!(body["previous_response_id"], "resp_1");
     assert_eq!(body["store"], true);
@@ -789,13 +764,25 @@ async fn unpaired_history_is_repaired() {
         Message::tool_results([ToolResult::text(&call("call_gone"), "11:00", false)]),
         Message::user("and now?"),
     ];
-    let request = TurnRequest {
-        messages,
-        ..Default::default()
-    };
+    let request = TurnRequest::new(messages);
     turn(&model(&server.uri(), "gpt-4.1"), request)
         .await
         .unwrap();
     let body = bodies(&server).await.remove(0);
     insta::assert_json_snapshot!("repaired_history_request", body["input"]);
+}
+
+#[tokio::test]
+async fn an_overflow_is_never_retried() {
+    let server = MockServer::start().await;
+    let response = ResponseTemplate::new(400).set_body_json(json!({"error": {
+        "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+        "type": "invalid_request_error", "code": "context_length_exceeded"}}));
+    common::assert_overflow_not_retried(
+        &model(&server.uri(), "o4-mini"),
+        &server,
+        "/v1/responses",
+        response,
+    )
+    .await;
 }

@@ -45,10 +45,7 @@ async fn the_key_is_never_logged_sent_in_a_body_recorded_or_shown_in_an_error() 
         ))
         .mount(&server)
         .await;
-    let transport = TransportConfig {
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-    };
+    let transport = TransportConfig::new(Duration::from_secs(2), Duration::from_secs(5));
     let config = ResponsesConfig::new(ResponsesHost::XAI, format!("{}/v1", server.uri()), "grok-4")
         .with_api_key(ApiKey::new(KEY))
         .with_transport(transport);
@@ -57,10 +54,7 @@ async fn the_key_is_never_logged_sent_in_a_body_recorded_or_shown_in_an_error() 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("rec.json");
     let recording = RecordingModel::create(model, &file).unwrap();
-    let request = TurnRequest {
-        messages: vec![Message::user("hi")],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![Message::user("hi")]);
     let turn = |request: TurnRequest| {
         let stream = recording.turn(request, CancellationToken::new());
         tokio::time::timeout(Duration::from_secs(10), collect_turn(stream))

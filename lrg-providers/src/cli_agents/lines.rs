@@ -90,13 +90,8 @@ pub(crate) fn cli_error(name: &str, message: &str) -> ProviderError {
     let lower = message.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
     let message = format!("{name}: {}", truncate(message.trim(), 2_000));
-    if has(&[
-        "prompt is too long",
-        "context window",
-        "context length",
-        "context_length_exceeded",
-        "too many tokens",
-    ]) {
+    // A CLI gives no error code: its text is all there is.
+    if crate::overflow::is_context_overflow(None, &lower) {
         ProviderError::ContextOverflow { message }
     } else if has(&[
         "rate limit",

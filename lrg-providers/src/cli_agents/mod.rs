@@ -21,7 +21,7 @@
 //! use lrg_providers::{ChatModel, Message, TurnRequest, collect_turn};
 //!
 //! let model = CliAgent::new(CliAgentConfig::new(CliKind::Claude, "sonnet"))?;
-//! let request = TurnRequest { messages: vec![Message::user("Hello")], ..Default::default() };
+//! let request = TurnRequest::new(vec![Message::user("Hello")]);
 //! let turn = collect_turn(model.turn(request, Default::default())).await?;
 //! println!("{}", turn.text());
 //! # Ok(()) }
@@ -103,13 +103,10 @@ pub fn models(kind: CliKind) -> Vec<ModelInfo> {
 }
 
 fn info(spec: &CliSpec, model: &str) -> ModelInfo {
-    ModelInfo {
-        provider: spec.provider.to_string(),
-        model: model.to_string(),
-        location: ModelLocation::Cloud,
-        context_window: None,
-        sends_to: Some(spec.sends_to.to_string()),
-    }
+    // Text only: these CLIs are sent a placeholder for each image.
+    ModelInfo::new(spec.provider, model, ModelLocation::Cloud)
+        .sends_to(Some(spec.sends_to.to_string()))
+        .vision(false)
 }
 
 /// An agent CLI as a chat-only model.

@@ -43,7 +43,7 @@ pub(crate) fn run(
     let name = invocation.spec.name;
     let idle = invocation.idle_timeout;
     Box::pin(async_stream::stream! {
-        let (mut child, _scratch) = match spawn(&invocation) {
+        let (mut group, _scratch) = match spawn(&invocation) {
             Ok(started) => started,
             Err(e) => {
                 yield Err(e);
@@ -51,6 +51,7 @@ pub(crate) fn run(
             }
         };
         tracing::debug!(cli = name, args = invocation.args.len(), "cli agent turn");
+        let child = &mut group.0;
         let writer = child.stdin().take().map(|mut stdin| {
             let text = invocation.stdin.clone();
             // Written apart from the reading, so a long prompt cannot
@@ -150,9 +151,7 @@ pub(crate) fn run(
 
 /// Start the process: its own group, killed when dropped, cwd an empty
 /// scratch directory (returned, to live as long as the process).
-fn spawn(
-    invocation: &Invocation,
-) -> Result<(Box<dyn ChildWrapper>, tempfile::TempDir), ProviderError> {
+fn spawn(invocation: &Invocation) -> Result<(Group, tempfile::TempDir), ProviderError> {
     let spec = invocation.spec;
     let scratch = tempfile::Builder::new()
         .prefix("lrg-cli-agent-")
@@ -186,7 +185,18 @@ fn spawn(
             message: format!("cannot start {}: {e}", spec.name),
         },
     })?;
-    Ok((child, scratch))
+    Ok((Group(child), scratch))
+}
+
+/// The running process group. Dropping it (the turn's stream dropped
+/// mid-way, or the turn over) kills the whole group: tokio's kill-on-drop
+/// would reach only the CLI itself, not what it started.
+struct Group(Box<dyn ChildWrapper>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = self.0.start_kill();
+    }
 }
 
 /// Kill the whole group and reap the process.

@@ -346,8 +346,10 @@ fn response_error(error: &Value) -> ProviderError {
         .unwrap_or("no message")
         .to_string();
     let detail = || format!("{message} ({})", code.unwrap_or("no code"));
+    if crate::overflow::is_context_overflow(code, &message) {
+        return ProviderError::ContextOverflow { message };
+    }
     match code {
-        Some("context_length_exceeded") => ProviderError::ContextOverflow { message },
         Some("rate_limit_exceeded" | "server_error" | "server_is_overloaded" | "slow_down") => {
             ProviderError::Transient {
                 retry_after: wait_in_message(&message),

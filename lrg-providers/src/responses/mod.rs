@@ -17,7 +17,7 @@
 //!
 //! // OPENAI_API_KEY (and optionally OPENAI_BASE_URL) from the environment.
 //! let model = ResponsesChat::new(ResponsesConfig::from_env(ResponsesHost::OPENAI, "o4-mini")?)?;
-//! let request = TurnRequest { messages: vec![Message::user("Hello")], ..Default::default() };
+//! let request = TurnRequest::new(vec![Message::user("Hello")]);
 //! let turn = collect_turn(model.turn(request, Default::default())).await?;
 //! // Keep `turn.into_message()` in the history: its reasoning items go back next turn.
 //! println!("{}", turn.text());
@@ -267,13 +267,13 @@ impl ResponsesChat {
 
 impl ChatModel for ResponsesChat {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            provider: self.config.host.provider.to_string(),
-            model: self.config.model.clone(),
-            location: ModelLocation::Cloud,
-            context_window: self.config.context_window,
-            sends_to: sends_to(&self.config.base_url),
-        }
+        ModelInfo::new(
+            self.config.host.provider,
+            self.config.model.clone(),
+            ModelLocation::Cloud,
+        )
+        .context_window(self.config.context_window)
+        .sends_to(sends_to(&self.config.base_url))
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
