@@ -5,6 +5,7 @@ pub mod events;
 pub mod model_source;
 pub mod permissions;
 pub mod session;
+pub mod testing;
 pub mod tools;
 
 pub use events::{ErrorKind, SkipReason};

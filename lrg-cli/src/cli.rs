@@ -55,6 +55,9 @@ pub enum Command {
     /// `--mcp 'lrg demo-server'` starts it from this same binary.
     #[command(after_help = EXIT_CODES)]
     DemoServer,
+    /// Run scenario files as a regression suite (tool calls, replies, recordings; JUnit for CI)
+    #[command(after_help = TEST_EXIT_CODES)]
+    Test(TestArgs),
 }
 
 /// Which model answers.
@@ -216,4 +219,52 @@ pub struct ToolsArgs {
     /// Print each tool's input schema as shaped for an engine or API
     #[arg(long, value_enum, value_name = "TARGET")]
     pub schema: Option<SchemaArg>,
+}
+
+/// The exit codes of `lrg test`.
+pub const TEST_EXIT_CODES: &str = "\
+Scenario files: TOML or YAML, one case or several (`cases`); `lrg test --schema` prints the format.
+A folder is searched for *.test.toml, *.test.yaml and *.test.yml.
+
+Exit codes:
+  0  every case passed
+  1  a case failed (or could not run)
+  2  a bad scenario file (named with its line and field) or bad usage";
+
+/// `lrg test`.
+#[derive(Debug, Clone, Args)]
+pub struct TestArgs {
+    /// Scenario files, or folders to search for them (default: the current folder)
+    #[arg(value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+    /// Cases run at once (default: the number of CPUs, at most 8)
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Run only the cases whose FILE::NAME contains TEXT
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+    /// Write a JUnit XML report to FILE
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Print the results as JSON on stdout (the human report goes to stderr)
+    #[arg(long)]
+    pub json: bool,
+    /// Re-record each case's `recording` against its real model (or --model)
+    #[arg(long)]
+    pub record: bool,
+    /// With --record: record even under CI
+    #[arg(long, requires = "record")]
+    pub force: bool,
+    /// With --record: the model to record with, instead of the case's
+    #[arg(short, long, value_name = "PROVIDER:MODEL")]
+    pub model: Option<String>,
+    /// Run each case N times (for models that are not deterministic)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// With --repeat: a case passes when at least K runs pass (default: all)
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_pass: Option<u32>,
+    /// Print the JSON Schema of scenario files and exit
+    #[arg(long)]
+    pub schema: bool,
 }

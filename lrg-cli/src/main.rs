@@ -16,6 +16,7 @@ mod resolve;
 mod run;
 mod setup;
 mod signals;
+mod test;
 mod tools;
 
 use std::process::ExitCode;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
             Command::Models(args) => models::models(args).await,
             Command::Tools(args) => tools::tools(args).await,
             Command::DemoServer => demo_server::serve().await,
+            Command::Test(args) => test::test(args).await,
         }
     });
     // Child MCP servers and blocking stdin readers must not keep us alive.

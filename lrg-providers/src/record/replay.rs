@@ -24,6 +24,9 @@ pub struct ReplayModel {
     source: PathBuf,
     recording: Arc<Recording>,
     next: Arc<Mutex<usize>>,
+    /// The first request that differed from its recording, as the error
+    /// message (with the diff) that turn failed with.
+    drift: Arc<Mutex<Option<String>>>,
 }
 
 impl ReplayModel {
@@ -33,6 +36,7 @@ impl ReplayModel {
             source: source.into(),
             recording: Arc::new(recording),
             next: Arc::default(),
+            drift: Arc::default(),
         }
     }
 
@@ -58,6 +62,13 @@ impl ReplayModel {
         self.recording.exchanges.len().saturating_sub(self.played())
     }
 
+    /// When a request differed from its recording: the message the turn
+    /// failed with, holding the unified diff (the first such request only).
+    /// Lets a test runner tell drift from an error the recording itself holds.
+    pub fn drift(&self) -> Option<String> {
+        self.drift.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     fn mismatch(&self, index: usize, recorded: &Value, now: &Value) -> ProviderError {
         let pretty = |v: &Value| {
             let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
@@ -70,14 +81,17 @@ impl ReplayModel {
             .context_radius(3)
             .header("recorded request", "request now")
             .to_string();
-        ProviderError::Other {
-            message: format!(
-                "replay of {}: request {} differs from the recorded one (a changed prompt, system prompt, \
-                 tool set or history); re-record with --record if the change is intended:\n{diff}",
-                self.source.display(),
-                index + 1,
-            ),
-        }
+        let message = format!(
+            "replay of {}: request {} differs from the recorded one (a changed prompt, system prompt, \
+             tool set or history); re-record with --record if the change is intended:\n{diff}",
+            self.source.display(),
+            index + 1,
+        );
+        self.drift
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| message.clone());
+        ProviderError::Other { message }
     }
 }
 
