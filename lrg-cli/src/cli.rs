@@ -21,6 +21,12 @@ Models (--model provider:model, default $LRG_MODEL, else the first local server 
   lmstudio:qwen3-8b             an LM Studio server (http://localhost:1234/v1, or --base-url)
   server:my-model               your OpenAI-compatible host (--base-url or $LRG_SERVER_URL;
                                 key, if it wants one, in $LRG_SERVER_API_KEY)
+  openai-responses:o4-mini      OPENAI_API_KEY, through the Responses API (reasoning models)
+  xai:grok-4                    XAI_API_KEY
+  openrouter:openai/gpt-4.1     OPENROUTER_API_KEY; also groq:, together:, deepseek:, mistral:
+                                with GROQ_, TOGETHER_, DEEPSEEK_, MISTRAL_API_KEY
+  claude-cli:sonnet             Claude Code logged in on this machine, chat only; also
+                                codex-cli:default, gemini-cli:default
   llama:/path/to/model.gguf     llama.cpp in this process
   script:turns.json             a ScriptedModel file (scripted answers)
   replay:recording.json         a recording made with --record";

@@ -5,9 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lrg_providers::anthropic::{AnthropicChat, AnthropicConfig};
+use lrg_providers::cli_agents::{self, CliAgent, CliAgentConfig, CliKind};
 use lrg_providers::gemini::{GeminiChat, GeminiConfig};
 use lrg_providers::ollama::{OllamaChat, OllamaConfig};
 use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig};
+use lrg_providers::responses::{ResponsesChat, ResponsesConfig, ResponsesHost};
 use lrg_providers::transport::TransportConfig;
 use lrg_providers::{ApiKey, ChatModel, ModelInfo, ModelRef, Provider, ProviderError};
 
@@ -112,6 +114,23 @@ pub async fn connect(
                 .and_then(GeminiChat::new)
                 .map_err(err)?,
         ),
+        Provider::OpenAiResponses | Provider::Xai => Arc::new(
+            ResponsesConfig::from_env(responses_host(model_ref.provider), model)
+                .and_then(ResponsesChat::new)
+                .map_err(err)?,
+        ),
+        Provider::OpenRouter
+        | Provider::Groq
+        | Provider::Together
+        | Provider::DeepSeek
+        | Provider::Mistral => Arc::new(
+            OpenAiConfig::for_dialect(hosted_dialect(model_ref.provider), model)
+                .and_then(OpenAiChat::new)
+                .map_err(err)?,
+        ),
+        Provider::ClaudeCli | Provider::CodexCli | Provider::GeminiCli => Arc::new(
+            CliAgent::new(CliAgentConfig::new(cli_kind(model_ref.provider), model)).map_err(err)?,
+        ),
         Provider::Llama => crate::local::llama(model).await?,
         Provider::Mlx => {
             return Err(usage!(
@@ -124,6 +143,89 @@ pub async fn connect(
             ));
         }
     })
+}
+
+fn responses_host(provider: Provider) -> ResponsesHost {
+    match provider {
+        Provider::Xai => ResponsesHost::XAI,
+        _ => ResponsesHost::OPENAI,
+    }
+}
+
+/// The hosted OpenAI-compatible providers, with their dialects.
+const HOSTED: [(Provider, Dialect); 5] = [
+    (Provider::OpenRouter, Dialect::OPENROUTER),
+    (Provider::Groq, Dialect::GROQ),
+    (Provider::Together, Dialect::TOGETHER),
+    (Provider::DeepSeek, Dialect::DEEPSEEK),
+    (Provider::Mistral, Dialect::MISTRAL),
+];
+
+fn hosted_dialect(provider: Provider) -> Dialect {
+    HOSTED
+        .iter()
+        .find(|(p, _)| *p == provider)
+        .map_or(Dialect::OPENROUTER, |(_, d)| *d)
+}
+
+fn cli_kind(provider: Provider) -> CliKind {
+    match provider {
+        Provider::CodexCli => CliKind::Codex,
+        Provider::GeminiCli => CliKind::Gemini,
+        _ => CliKind::Claude,
+    }
+}
+
+/// The Responses API hosts, the hosted OpenAI-compatible APIs and the agent
+/// CLIs, for `lrg models`.
+async fn more_listings(short: &TransportConfig) -> Vec<ProviderModels> {
+    let mut all = Vec::new();
+    for (id, host) in [
+        ("openai-responses", ResponsesHost::OPENAI),
+        ("xai", ResponsesHost::XAI),
+    ] {
+        let chat = ResponsesConfig::from_env(host, "")
+            .and_then(|c| ResponsesChat::new(c.with_transport(short.clone())))
+            .map_err(|e| e.to_string());
+        all.push(
+            listing(
+                id,
+                chat.as_ref().map(|c| c.list_models()).map_err(Clone::clone),
+            )
+            .await,
+        );
+    }
+    for (provider, dialect) in HOSTED {
+        let chat = OpenAiConfig::for_dialect(dialect, "")
+            .and_then(|c| OpenAiChat::new(c.with_transport(short.clone())))
+            .map_err(|e| e.to_string());
+        let id = provider.as_str();
+        all.push(
+            listing(
+                id,
+                chat.as_ref().map(|c| c.list_models()).map_err(Clone::clone),
+            )
+            .await,
+        );
+    }
+    for kind in CliKind::ALL {
+        let provider = kind.spec().provider;
+        all.push(match cli_agents::availability(kind) {
+            Ok(()) => ProviderModels {
+                provider,
+                available: true,
+                reason: None,
+                models: cli_agents::models(kind),
+            },
+            Err(reason) => ProviderModels {
+                provider,
+                available: false,
+                reason: Some(reason),
+                models: Vec::new(),
+            },
+        });
+    }
+    all
 }
 
 fn probe_transport() -> TransportConfig {
@@ -282,6 +384,7 @@ pub async fn list_all(args: &ModelArgs) -> Vec<ProviderModels> {
         ),
     );
     let mut all = vec![a, b, c, d, e, f];
+    all.extend(more_listings(&short).await);
     all.push(crate::local::llama_listing());
     all.push(ProviderModels {
         provider: "mlx",

@@ -21,6 +21,30 @@ pub enum Provider {
     LmStudio,
     /// Any other OpenAI-compatible server, at a configured base URL.
     Server,
+    /// OpenAI through the Responses API.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    /// xAI (Grok) through the Responses API.
+    Xai,
+    /// OpenRouter (Chat Completions).
+    OpenRouter,
+    /// Groq (Chat Completions).
+    Groq,
+    /// Together AI (Chat Completions).
+    Together,
+    /// DeepSeek (Chat Completions).
+    DeepSeek,
+    /// Mistral (Chat Completions).
+    Mistral,
+    /// Claude Code, logged in on this machine (chat only).
+    #[serde(rename = "claude-cli")]
+    ClaudeCli,
+    /// The Codex CLI, logged in on this machine (chat only).
+    #[serde(rename = "codex-cli")]
+    CodexCli,
+    /// The Gemini CLI, logged in on this machine (chat only).
+    #[serde(rename = "gemini-cli")]
+    GeminiCli,
     /// A GGUF file run in-process by llama.cpp.
     Llama,
     /// A model directory run by the MLX sidecar.
@@ -33,13 +57,23 @@ pub enum Provider {
 
 impl Provider {
     /// Every provider, in display order.
-    pub const ALL: [Provider; 10] = [
+    pub const ALL: [Provider; 20] = [
         Provider::OpenAi,
         Provider::Anthropic,
         Provider::Gemini,
         Provider::Ollama,
         Provider::LmStudio,
         Provider::Server,
+        Provider::OpenAiResponses,
+        Provider::Xai,
+        Provider::OpenRouter,
+        Provider::Groq,
+        Provider::Together,
+        Provider::DeepSeek,
+        Provider::Mistral,
+        Provider::ClaudeCli,
+        Provider::CodexCli,
+        Provider::GeminiCli,
         Provider::Llama,
         Provider::Mlx,
         Provider::Script,
@@ -55,6 +89,16 @@ impl Provider {
             Provider::Ollama => "ollama",
             Provider::LmStudio => "lmstudio",
             Provider::Server => "server",
+            Provider::OpenAiResponses => "openai-responses",
+            Provider::Xai => "xai",
+            Provider::OpenRouter => "openrouter",
+            Provider::Groq => "groq",
+            Provider::Together => "together",
+            Provider::DeepSeek => "deepseek",
+            Provider::Mistral => "mistral",
+            Provider::ClaudeCli => "claude-cli",
+            Provider::CodexCli => "codex-cli",
+            Provider::GeminiCli => "gemini-cli",
             Provider::Llama => "llama",
             Provider::Mlx => "mlx",
             Provider::Script => "script",
@@ -66,7 +110,19 @@ impl Provider {
     pub fn is_cloud(self) -> bool {
         matches!(
             self,
-            Provider::OpenAi | Provider::Anthropic | Provider::Gemini
+            Provider::OpenAi
+                | Provider::Anthropic
+                | Provider::Gemini
+                | Provider::OpenAiResponses
+                | Provider::Xai
+                | Provider::OpenRouter
+                | Provider::Groq
+                | Provider::Together
+                | Provider::DeepSeek
+                | Provider::Mistral
+                | Provider::ClaudeCli
+                | Provider::CodexCli
+                | Provider::GeminiCli
         )
     }
 }
@@ -111,7 +167,7 @@ pub enum ModelRefError {
     MissingModel(String),
     /// The provider is not one lrg knows.
     #[error(
-        "unknown provider {0:?}; known: openai, anthropic, gemini, ollama, lmstudio, server, llama, mlx, script, replay"
+        "unknown provider {0:?}; known: openai, anthropic, gemini, ollama, lmstudio, server, openai-responses, xai, openrouter, groq, together, deepseek, mistral, claude-cli, codex-cli, gemini-cli, llama, mlx, script, replay"
     )]
     UnknownProvider(String),
 }

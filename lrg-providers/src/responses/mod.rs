@@ -227,11 +227,6 @@ impl ResponsesChat {
     pub fn new(config: ResponsesConfig) -> Result<Self, ProviderError> {
         check_key(&config)?;
         check_base_url(&config.base_url)?;
-        if config.model.trim().is_empty() {
-            return Err(ProviderError::Config {
-                message: format!("no {} model name given", config.host.name),
-            });
-        }
         let transport = HttpTransport::new(config.transport.clone())?;
         let url = config.endpoint("responses");
         Ok(Self {
