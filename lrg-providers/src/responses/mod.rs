@@ -36,7 +36,9 @@ pub use decode::ResponsesDecoder;
 pub use encode::encode;
 pub use host::ResponsesHost;
 
-use crate::openai::{Dialect, check_base_url, failed, parse_models, sends_to};
+use crate::endpoint::{check_base_url, sends_to};
+use crate::model::failed_turn as failed;
+use crate::openai::{Dialect, parse_models};
 use crate::transport::{HttpTransport, TransportConfig};
 use crate::wire::Framing;
 use crate::{ApiKey, ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
