@@ -3,6 +3,9 @@
 //! async-openai, genai and a floor ("read bytes, split SSE lines,
 //! `serde_json::from_slice` each frame") on the very same stream.
 //!
+//! The Responses API decoder runs beside async-openai's Responses event
+//! types and a floor on one Responses stream (`decode_responses_100k_deltas`).
+//!
 //! Run: `cargo bench -p lrg-benches --bench providers`. The numbers to read
 //! are the ratios between the lines of one group, not the absolute times.
 #![allow(missing_docs)]
@@ -18,6 +21,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt as _;
 use lrg_providers::ollama::OllamaDecoder;
 use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig, OpenAiDecoder};
+use lrg_providers::responses::ResponsesDecoder;
 use lrg_providers::wire::{Decoder, Frame, NdjsonFramer, SseFramer};
 use lrg_providers::{ApiKey, ChatModel, Message, TurnEvent, TurnRequest};
 use serde::Deserialize;
@@ -250,6 +254,151 @@ fn decoders(c: &mut Criterion) {
     group.finish();
 }
 
+// ---- the Responses API: lrg's decoder, async-openai's types, a floor ----
+
+/// One Responses event as api.openai.com writes it: its `event:` line, then
+/// the JSON with its sequence number.
+fn responses_event(seq: usize, mut event: serde_json::Value) -> String {
+    event["sequence_number"] = serde_json::json!(seq);
+    format!(
+        "event: {}\ndata: {event}\n\n",
+        event["type"].as_str().unwrap()
+    )
+}
+
+fn responses_stream() -> Vec<Bytes> {
+    let item = "msg_68b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5";
+    let response = |status: &str, usage: serde_json::Value| {
+        serde_json::json!({"id": "resp_68b1c2d3e4f5", "object": "response", "created_at": 1_756_000_000,
+            "status": status, "model": "o4-mini-2025-04-16", "output": [], "usage": usage})
+    };
+    let message = |status: &str, text: &str| {
+        serde_json::json!({"id": item, "type": "message", "status": status, "role": "assistant",
+            "content": if text.is_empty() { serde_json::json!([]) } else {
+                serde_json::json!([{"type": "output_text", "annotations": [], "logprobs": [], "text": text}]) }})
+    };
+    let mut events = vec![
+        serde_json::json!({"type": "response.created", "response": response("in_progress", serde_json::Value::Null)}),
+        serde_json::json!({"type": "response.output_item.added", "output_index": 0, "item": message("in_progress", "")}),
+        serde_json::json!({"type": "response.content_part.added", "item_id": item, "output_index": 0, "content_index": 0,
+            "part": {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}}),
+    ];
+    for i in 0..DELTAS {
+        events.push(serde_json::json!({"type": "response.output_text.delta", "item_id": item, "output_index": 0,
+            "content_index": 0, "delta": word(i), "logprobs": [], "obfuscation": "k2Xr"}));
+    }
+    events.push(serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": message("completed", "(the story)")}));
+    let usage = serde_json::json!({"input_tokens": 19, "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": DELTAS, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": DELTAS + 19});
+    events.push(
+        serde_json::json!({"type": "response.completed", "response": response("completed", usage)}),
+    );
+    let events: Vec<String> = events
+        .into_iter()
+        .enumerate()
+        .map(|(seq, e)| responses_event(seq, e))
+        .collect();
+    events
+        .chunks(EVENTS_PER_WRITE)
+        .map(|c| Bytes::from(c.concat()))
+        .collect()
+}
+
+fn decode_responses(chunks: &[Bytes]) -> usize {
+    let mut framer = SseFramer::default();
+    let mut decoder = ResponsesDecoder::new("openai-responses", "o4-mini", false, &[]);
+    let (mut frames, mut events, mut deltas) = (Vec::<Frame>::new(), Vec::new(), 0);
+    for chunk in chunks {
+        framer.push(chunk, &mut frames);
+        for frame in frames.drain(..) {
+            decoder.decode(&frame, &mut events).unwrap();
+        }
+        deltas += count_text(&mut events);
+    }
+    framer.finish(&mut frames);
+    decoder.finish(&mut events).unwrap();
+    deltas + count_text(&mut events)
+}
+
+/// async-openai's `ResponseStreamEvent` on the same frames (lrg's SSE
+/// framer for both, so only the event decoding differs).
+fn decode_responses_async_openai(chunks: &[Bytes]) -> usize {
+    use async_openai::types::responses::ResponseStreamEvent;
+    let mut framer = SseFramer::default();
+    let (mut frames, mut deltas) = (Vec::<Frame>::new(), 0);
+    for chunk in chunks {
+        framer.push(chunk, &mut frames);
+        for frame in frames.drain(..) {
+            let event: ResponseStreamEvent = serde_json::from_str(&frame.data).unwrap();
+            if let ResponseStreamEvent::ResponseOutputTextDelta(delta) = event
+                && !delta.delta.is_empty()
+            {
+                black_box(delta.delta);
+                deltas += 1;
+            }
+        }
+    }
+    deltas
+}
+
+#[derive(Deserialize)]
+struct FloorEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    delta: Option<String>,
+}
+
+/// The floor for the Responses stream: split lines, parse each `data:` line
+/// into the smallest struct that yields a text delta.
+fn decode_responses_floor(chunks: &[Bytes]) -> usize {
+    let (mut buf, mut deltas) = (Vec::<u8>::new(), 0);
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        let mut start = 0;
+        while let Some(nl) = buf[start..].iter().position(|&b| b == b'\n') {
+            if let Some(data) = buf[start..start + nl].strip_prefix(b"data: ") {
+                let event: FloorEvent = serde_json::from_slice(data).unwrap();
+                if event.kind == "response.output_text.delta"
+                    && let Some(text) = event.delta.filter(|t| !t.is_empty())
+                {
+                    black_box(text);
+                    deltas += 1;
+                }
+            }
+            start += nl + 1;
+        }
+        buf.drain(..start);
+    }
+    deltas
+}
+
+fn responses_decoders(c: &mut Criterion) {
+    let stream = responses_stream();
+    assert_eq!(decode_responses(&stream), DELTAS, "lrg");
+    assert_eq!(
+        decode_responses_async_openai(&stream),
+        DELTAS,
+        "async-openai"
+    );
+    assert_eq!(decode_responses_floor(&stream), DELTAS, "floor");
+    let mut group = c.benchmark_group("decode_responses_100k_deltas");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8))
+        .throughput(Throughput::Elements(DELTAS as u64));
+    group.bench_function("lrg_responses_sse", |b| {
+        b.iter(|| decode_responses(black_box(&stream)))
+    });
+    group.bench_function("async_openai_response_stream_event", |b| {
+        b.iter(|| decode_responses_async_openai(black_box(&stream)))
+    });
+    group.bench_function("floor_sse_split_from_slice", |b| {
+        b.iter(|| decode_responses_floor(black_box(&stream)))
+    });
+    group.finish();
+}
+
 // ---- end to end against a local fake server ----
 
 /// Serves the recorded stream at `/v1/chat/completions` on its own runtime
@@ -433,5 +582,5 @@ fn end_to_end(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decoders, end_to_end);
+criterion_group!(benches, decoders, responses_decoders, end_to_end);
 criterion_main!(benches);

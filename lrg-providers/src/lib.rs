@@ -24,9 +24,11 @@ pub mod wire;
 pub mod catalog;
 
 pub mod anthropic;
+pub mod cli_agents;
 pub mod gemini;
 pub mod ollama;
 pub mod openai;
+pub mod responses;
 
 pub use error::ProviderError;
 pub use message::{

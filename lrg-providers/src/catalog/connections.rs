@@ -12,10 +12,12 @@ use futures::future::BoxFuture;
 
 use super::table::{Access, Provider};
 use crate::anthropic::{AnthropicChat, AnthropicConfig};
+use crate::cli_agents::{CliAgent, CliAgentConfig};
 use crate::gemini::{GeminiChat, GeminiConfig};
 use crate::ollama::{OllamaChat, OllamaConfig, parse_host};
 use crate::openai::{OpenAiChat, OpenAiConfig};
 use crate::record::ReplayModel;
+use crate::responses::{ResponsesChat, ResponsesConfig};
 use crate::text_tools::ToolMode;
 use crate::transport::TransportConfig;
 use crate::{ApiKey, ChatModel, ModelRef, ProviderError, ScriptedModel};
@@ -260,6 +262,9 @@ impl Connections {
                 Ok(Arc::new(replay))
             }
             Access::File => Ok(Arc::new(ScriptedModel::from_file(&id.model)?)),
+            Access::Cli(kind) => Ok(Arc::new(CliAgent::new(CliAgentConfig::new(
+                kind, &id.model,
+            ))?)),
             _ => {
                 let endpoint = self.endpoint(id.provider)?;
                 let window = self.window_of(id).await;
@@ -337,7 +342,17 @@ pub(crate) fn connect_http(
             }
             Arc::new(GeminiChat::new(config)?)
         }
-        Access::Engine(_) | Access::File => {
+        Access::Responses(host) => {
+            let mut config = ResponsesConfig::new(host, base, model).with_transport(transport);
+            if let Some(key) = key {
+                config = config.with_api_key(key);
+            }
+            if let Some(w) = window {
+                config = config.with_context_window(w);
+            }
+            Arc::new(ResponsesChat::new(config)?)
+        }
+        Access::Engine(_) | Access::File | Access::Cli(_) => {
             return Err(ProviderError::Config {
                 message: format!("{} is not reached over HTTP", spec.name),
             });

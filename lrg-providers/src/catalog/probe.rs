@@ -14,6 +14,7 @@ use crate::anthropic::{AnthropicChat, AnthropicConfig};
 use crate::gemini::{GeminiChat, GeminiConfig};
 use crate::ollama::{OllamaChat, OllamaConfig, list_detailed, parse_host};
 use crate::openai::{OpenAiChat, OpenAiConfig};
+use crate::responses::{ResponsesChat, ResponsesConfig};
 use crate::transport::{HttpTransport, TransportConfig};
 use crate::{ApiKey, ModelInfo, ModelLocation, ProviderError};
 
@@ -51,6 +52,19 @@ pub(crate) async fn probe(connections: &Connections, provider: Provider) -> Prov
                 other => other,
             }
         }
+        // Looking on PATH and in install dirs: no request, no timeout.
+        Access::Cli(kind) => Ok(crate::cli_agents::availability(kind).map(|()| {
+            // Chat only, text only: tools and images do not reach the CLI.
+            let extra = Extra {
+                vision: Some(false),
+                tools: Some(false),
+                ..Extra::default()
+            };
+            crate::cli_agents::models(kind)
+                .into_iter()
+                .map(|info| from_info(provider, info, extra))
+                .collect()
+        })),
         _ => tokio::time::timeout(timeout, http_probe(connections, provider)).await,
     };
     let (availability, models) = match result {
@@ -221,7 +235,31 @@ async fn http_models(endpoint: &Endpoint) -> Result<Vec<CatalogModel>, ProviderE
                 .map(|info| from_info(endpoint.provider, info, extra))
                 .collect())
         }
-        Access::Engine(_) | Access::File => {
+        Access::Responses(host) => {
+            let mut config = ResponsesConfig::new(host, base, "").with_transport(transport);
+            if let Some(key) = endpoint.api_key.clone() {
+                config = config.with_api_key(key);
+            }
+            let listed = ResponsesChat::new(config)?.list_models().await?;
+            let openai = host == crate::responses::ResponsesHost::OPENAI;
+            Ok(listed
+                .into_iter()
+                .map(|info| {
+                    let known = if openai {
+                        openai_chat_family(&info.model)
+                    } else {
+                        None
+                    };
+                    let extra = Extra {
+                        vision: known,
+                        tools: known,
+                        ..Extra::default()
+                    };
+                    from_info(endpoint.provider, info, extra)
+                })
+                .collect())
+        }
+        Access::Engine(_) | Access::File | Access::Cli(_) => {
             // Not HTTP: reaching here is a table error; connect_http says so.
             connect_http(endpoint, "", None).map(|_| Vec::new())
         }

@@ -8,8 +8,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::ModelLocation;
+use crate::cli_agents::CliKind;
 use crate::model_ref::ModelRefError;
 use crate::openai::Dialect;
+use crate::responses::ResponsesHost;
 
 /// How a provider is reached: what the catalog does to list its models and
 /// what [`crate::catalog::Connections::connect`] does to build a model.
@@ -30,6 +32,11 @@ pub enum Access {
     Gemini,
     /// Ollama's native API (windows from `/api/show`).
     Ollama,
+    /// The Responses API on `host` (OpenAI, xAI).
+    Responses(ResponsesHost),
+    /// An agent CLI logged in on this machine, run as a chat-only model
+    /// (it reaches its vendor's cloud itself).
+    Cli(CliKind),
     /// An in-process engine the application links in, running model files
     /// found in the model directories.
     Engine(EngineFiles),
@@ -106,6 +113,51 @@ impl ProviderSpec {
             example,
             help,
             access: Access::OpenAi { dialect, windows },
+        }
+    }
+
+    /// A row for a host of the Responses API, read from its
+    /// [`ResponsesHost`]: a cloud that needs its key.
+    pub const fn responses(
+        id: &'static str,
+        host: ResponsesHost,
+        example: &'static str,
+        help: &'static str,
+    ) -> Self {
+        Self {
+            id,
+            name: host.name,
+            locality: ModelLocation::Cloud,
+            key_env: host.key_env,
+            key_required: true,
+            base_url_env: Some(host.base_url_env),
+            default_base_url: Some(host.default_base_url),
+            example,
+            help,
+            access: Access::Responses(host),
+        }
+    }
+
+    /// A row for an agent CLI: its vendor's cloud, reached by the CLI's own
+    /// login (no key, no address of lrg's).
+    pub const fn cli(
+        id: &'static str,
+        kind: CliKind,
+        name: &'static str,
+        example: &'static str,
+        help: &'static str,
+    ) -> Self {
+        Self {
+            id,
+            name,
+            locality: ModelLocation::Cloud,
+            key_env: &[],
+            key_required: false,
+            base_url_env: None,
+            default_base_url: None,
+            example,
+            help,
+            access: Access::Cli(kind),
         }
     }
 
@@ -208,6 +260,48 @@ providers! {
              key, if it wants one, in $LRG_SERVER_API_KEY)",
         )
     },
+    /// OpenAI through the Responses API.
+    OpenAiResponses => ProviderSpec::responses(
+        "openai-responses", ResponsesHost::OPENAI, "o4-mini",
+        "OPENAI_API_KEY, through the Responses API (reasoning models)",
+    ),
+    /// xAI (Grok) through the Responses API.
+    Xai => ProviderSpec::responses("xai", ResponsesHost::XAI, "grok-4", "XAI_API_KEY"),
+    /// OpenRouter (Chat Completions).
+    OpenRouter => ProviderSpec::openai_compatible(
+        "openrouter", Dialect::OPENROUTER, &[], "openai/gpt-4.1", "OPENROUTER_API_KEY",
+    ),
+    /// Groq (Chat Completions).
+    Groq => ProviderSpec::openai_compatible(
+        "groq", Dialect::GROQ, &[], "llama-3.3-70b-versatile", "GROQ_API_KEY",
+    ),
+    /// Together AI (Chat Completions).
+    Together => ProviderSpec::openai_compatible(
+        "together", Dialect::TOGETHER, &[], "openai/gpt-oss-120b", "TOGETHER_API_KEY",
+    ),
+    /// DeepSeek (Chat Completions).
+    DeepSeek => ProviderSpec::openai_compatible(
+        "deepseek", Dialect::DEEPSEEK, &[], "deepseek-chat", "DEEPSEEK_API_KEY",
+    ),
+    /// Mistral (Chat Completions).
+    Mistral => ProviderSpec::openai_compatible(
+        "mistral", Dialect::MISTRAL, &[], "mistral-large-latest", "MISTRAL_API_KEY",
+    ),
+    /// Claude Code, logged in on this machine (chat only).
+    ClaudeCli => ProviderSpec::cli(
+        "claude-cli", CliKind::Claude, "Claude Code", "sonnet",
+        "Claude Code logged in on this machine, chat only",
+    ),
+    /// The Codex CLI, logged in on this machine (chat only).
+    CodexCli => ProviderSpec::cli(
+        "codex-cli", CliKind::Codex, "Codex CLI", "default",
+        "the Codex CLI logged in on this machine, chat only",
+    ),
+    /// The Gemini CLI, logged in on this machine (chat only).
+    GeminiCli => ProviderSpec::cli(
+        "gemini-cli", CliKind::Gemini, "Gemini CLI", "default",
+        "the Gemini CLI logged in on this machine, chat only",
+    ),
     /// A GGUF file run in-process by llama.cpp.
     Llama => ProviderSpec {
         id: "llama",
@@ -373,8 +467,15 @@ mod tests {
             if let Access::OpenAi { dialect, .. } = spec.access {
                 assert_eq!(spec.locality, dialect.location, "{p}");
             }
-            if spec.locality == ModelLocation::Cloud {
+            if let Access::Cli(kind) = spec.access {
+                // The CLI logs in itself: no key of lrg's.
+                assert_eq!(kind.spec().provider, spec.id, "{p}");
+                assert!(spec.key_env.is_empty() && !spec.key_required, "{p}");
+            } else if spec.locality == ModelLocation::Cloud {
                 assert!(spec.key_required && !spec.key_env.is_empty(), "{p}");
+            }
+            if let Access::Responses(host) = spec.access {
+                assert_eq!(host.provider, spec.id, "{p}");
             }
             // A server's key never comes from a cloud vendor's variable.
             if spec.locality != ModelLocation::Cloud {

@@ -255,7 +255,13 @@ impl CallIds {
     }
 }
 
-fn parse_arguments(tool: &str, raw: &str, cut_short: bool) -> Result<Value, ProviderError> {
+/// A call's arguments from their JSON text; `cut_short` (the answer hit its
+/// token limit) explains why they may be incomplete.
+pub(crate) fn parse_arguments(
+    tool: &str,
+    raw: &str,
+    cut_short: bool,
+) -> Result<Value, ProviderError> {
     if raw.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }

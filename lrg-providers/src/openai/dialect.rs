@@ -121,6 +121,89 @@ impl Dialect {
     /// Any other OpenAI-compatible server, at a configured base URL.
     pub const GENERIC: Dialect = Self::SERVER;
 
+    /// OpenRouter: many vendors' models behind one key; reasoning streams in
+    /// `reasoning`.
+    pub const OPENROUTER: Dialect = Dialect {
+        name: "OpenRouter",
+        provider: "openrouter",
+        default_base_url: Some("https://openrouter.ai/api/v1"),
+        base_url_env: Some("OPENROUTER_BASE_URL"),
+        key_env: &["OPENROUTER_API_KEY"],
+        reasoning_fields: &[ReasoningField::Reasoning],
+        ..Self::CLOUD
+    };
+
+    /// Groq: reasoning models stream their reasoning in `reasoning`.
+    pub const GROQ: Dialect = Dialect {
+        name: "Groq",
+        provider: "groq",
+        default_base_url: Some("https://api.groq.com/openai/v1"),
+        base_url_env: Some("GROQ_BASE_URL"),
+        key_env: &["GROQ_API_KEY"],
+        reasoning_fields: &[ReasoningField::Reasoning],
+        ..Self::CLOUD
+    };
+
+    /// Together AI.
+    pub const TOGETHER: Dialect = Dialect {
+        name: "Together AI",
+        provider: "together",
+        default_base_url: Some("https://api.together.xyz/v1"),
+        base_url_env: Some("TOGETHER_BASE_URL"),
+        key_env: &["TOGETHER_API_KEY"],
+        ..Self::CLOUD
+    };
+
+    /// DeepSeek: `deepseek-reasoner` streams its chain in `reasoning_content`.
+    pub const DEEPSEEK: Dialect = Dialect {
+        name: "DeepSeek",
+        provider: "deepseek",
+        default_base_url: Some("https://api.deepseek.com/v1"),
+        base_url_env: Some("DEEPSEEK_BASE_URL"),
+        key_env: &["DEEPSEEK_API_KEY"],
+        reasoning_fields: &[ReasoningField::ReasoningContent],
+        ..Self::CLOUD
+    };
+
+    /// Mistral: refuses fields it does not know (`stream_options` among
+    /// them) and reports usage in the last chunk unasked.
+    pub const MISTRAL: Dialect = Dialect {
+        name: "Mistral",
+        provider: "mistral",
+        default_base_url: Some("https://api.mistral.ai/v1"),
+        base_url_env: Some("MISTRAL_BASE_URL"),
+        key_env: &["MISTRAL_API_KEY"],
+        stream_usage: false,
+        ..Self::CLOUD
+    };
+
+    /// A hosted OpenAI-compatible API: a key of its own (never
+    /// `OPENAI_API_KEY`), billed image resends, `max_tokens`.
+    const CLOUD: Dialect = Dialect {
+        name: "hosted OpenAI-compatible API",
+        provider: "cloud",
+        location: ModelLocation::Cloud,
+        default_base_url: None,
+        base_url_env: None,
+        key_env: &[],
+        key_required: true,
+        max_tokens_field: MaxTokensField::MaxTokens,
+        default_max_tokens: 8_192,
+        send_temperature: true,
+        stream_usage: true,
+        reasoning_fields: BOTH_REASONING,
+        image_limit: Some(crate::images::CLOUD_IMAGE_LIMIT),
+    };
+
+    /// The hosted OpenAI-compatible APIs with a row of their own.
+    pub const HOSTED: &'static [Dialect] = &[
+        Self::OPENROUTER,
+        Self::GROQ,
+        Self::TOGETHER,
+        Self::DEEPSEEK,
+        Self::MISTRAL,
+    ];
+
     /// A dialect for another OpenAI-compatible server: [`Dialect::GENERIC`]
     /// under its own name and provider prefix.
     pub const fn server(name: &'static str, provider: &'static str) -> Dialect {

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub use decode::OpenAiDecoder;
-pub(crate) use decode::{CallIds, frame_error, stream_error};
+pub(crate) use decode::{CallIds, frame_error, parse_arguments, stream_error};
 pub use dialect::{Dialect, MaxTokensField, ReasoningField};
 pub use encode::encode;
 pub(crate) use encode::{decimal, function_tool};

@@ -1,0 +1,183 @@
+//! Agent CLIs logged in on this machine (Claude Code, Codex, Gemini CLI) as
+//! chat-only [`ChatModel`]s: [`CliAgent`].
+//!
+//! Each turn runs one CLI process in its own process group, with an empty
+//! scratch directory as its cwd and its tools switched off where the CLI
+//! allows it (Claude Code: no tools, an empty strict MCP set; Codex: a
+//! read-only sandbox, the user's config ignored, no inherited environment).
+//! Cancelling the turn kills the group. The CLI's own session id is kept in
+//! the history (a [`crate::NativePart`] on the answer), so a later turn
+//! resumes that session and sends only the new messages; when the id is
+//! lost the conversation is replayed as a transcript.
+//!
+//! The vendor receives the conversation: the location is always
+//! [`ModelLocation::Cloud`]. Tools offered in a request are not passed on
+//! (these models can only chat until lrg's text tool-call parsers describe
+//! them in the prompt).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), lrg_providers::ProviderError> {
+//! use lrg_providers::cli_agents::{CliAgent, CliAgentConfig, CliKind};
+//! use lrg_providers::{ChatModel, Message, TurnRequest, collect_turn};
+//!
+//! let model = CliAgent::new(CliAgentConfig::new(CliKind::Claude, "sonnet"))?;
+//! let request = TurnRequest::new(vec![Message::user("Hello")]);
+//! let turn = collect_turn(model.turn(request, Default::default())).await?;
+//! println!("{}", turn.text());
+//! # Ok(()) }
+//! ```
+
+mod claude;
+mod codex;
+mod gemini;
+mod lines;
+mod process;
+mod prompt;
+mod spec;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+pub use prompt::SESSION;
+pub use spec::{CliKind, CliSpec, EnvPolicy};
+
+use crate::wire::Decoder;
+use crate::{ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
+
+/// Longest silence allowed from a CLI; they think without printing.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Settings of a [`CliAgent`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CliAgentConfig {
+    /// Which CLI.
+    pub kind: CliKind,
+    /// Model name passed to the CLI (`default`: the CLI's own choice).
+    pub model: String,
+    /// The executable; `None` finds it (env var, `PATH`, install dirs).
+    pub program: Option<PathBuf>,
+    /// Longest silence allowed before the turn is given up.
+    pub idle_timeout: Duration,
+}
+
+impl CliAgentConfig {
+    /// A config for `model` through `kind`'s CLI.
+    pub fn new(kind: CliKind, model: impl Into<String>) -> Self {
+        Self {
+            kind,
+            model: model.into(),
+            program: None,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+
+    /// With this executable rather than the one found.
+    pub fn with_program(mut self, program: impl Into<PathBuf>) -> Self {
+        self.program = Some(program.into());
+        self
+    }
+
+    /// With this idle timeout.
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+}
+
+/// Whether `kind`'s CLI can be used here: `Err` says why not, naming what
+/// to install or set, never a path.
+pub fn availability(kind: CliKind) -> Result<(), String> {
+    match spec::locate_here(kind.spec()) {
+        Some(_) => Ok(()),
+        None => Err(spec::not_found(kind.spec())),
+    }
+}
+
+/// The models `kind` offers (the CLI's own aliases; `default` lets it choose).
+pub fn models(kind: CliKind) -> Vec<ModelInfo> {
+    let spec = kind.spec();
+    spec.models.iter().map(|model| info(spec, model)).collect()
+}
+
+fn info(spec: &CliSpec, model: &str) -> ModelInfo {
+    // Text only: these CLIs are sent a placeholder for each image.
+    ModelInfo::new(spec.provider, model, ModelLocation::Cloud)
+        .sends_to(Some(spec.sends_to.to_string()))
+        .vision(false)
+}
+
+/// An agent CLI as a chat-only model.
+#[derive(Debug, Clone)]
+pub struct CliAgent {
+    config: CliAgentConfig,
+    program: PathBuf,
+}
+
+impl CliAgent {
+    /// A model from its config; fails when the executable cannot be found.
+    pub fn new(config: CliAgentConfig) -> Result<Self, ProviderError> {
+        let spec = config.kind.spec();
+        let program = match &config.program {
+            Some(program) => program.clone(),
+            None => spec::locate_here(spec).ok_or_else(|| ProviderError::Config {
+                message: spec::not_found(spec),
+            })?,
+        };
+        Ok(Self { config, program })
+    }
+
+    /// The config in use.
+    pub fn config(&self) -> &CliAgentConfig {
+        &self.config
+    }
+
+    fn decoder(&self) -> Box<dyn Decoder> {
+        let provider = self.config.kind.spec().provider;
+        let model = &self.config.model;
+        match self.config.kind {
+            CliKind::Claude => Box::new(claude::ClaudeDecoder::new(provider, model)),
+            CliKind::Codex => Box::new(codex::CodexDecoder::new(provider, model)),
+            CliKind::Gemini => Box::new(gemini::GeminiDecoder::new(provider, model)),
+        }
+    }
+}
+
+impl ChatModel for CliAgent {
+    fn info(&self) -> ModelInfo {
+        info(self.config.kind.spec(), &self.config.model)
+    }
+
+    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        let kind = self.config.kind;
+        let spec = kind.spec();
+        let model = self.config.model.as_str();
+        let system_flag = kind != CliKind::Gemini;
+        let prompt = prompt::prompt(&request, spec.provider, model, !system_flag);
+        let resume = prompt.resume.as_deref();
+        // A resumed session already has its instructions.
+        let system = request.system.as_deref().filter(|_| resume.is_none());
+        let args = match kind {
+            CliKind::Claude => claude::args(model, system, resume),
+            CliKind::Codex => codex::args(model, system, resume),
+            CliKind::Gemini => gemini::args(model, resume),
+        };
+        if !request.tools.is_empty() {
+            tracing::debug!(
+                cli = spec.name,
+                tools = request.tools.len(),
+                "tools are not passed to an agent CLI (chat only)"
+            );
+        }
+        let invocation = process::Invocation {
+            spec,
+            program: self.program.clone(),
+            args,
+            stdin: prompt.text,
+            idle_timeout: self.config.idle_timeout,
+        };
+        process::run(invocation, self.decoder(), cancel)
+    }
+}

@@ -1,0 +1,435 @@
+//! CliAgent against fake `claude`, `codex` and `gemini` executables (a bash
+//! fixture printing each CLI's documented stream-json): the arguments and
+//! stdin each receives, resume ids across turns, replay when the id is
+//! lost, process-group kill on cancel and idle timeout with no process left
+//! behind, and errors for a missing executable, a crash, garbage, and the
+//! CLI's own failure report.
+#![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{events, turn};
+use lrg_providers::cli_agents::{CliAgent, CliAgentConfig, CliKind};
+use lrg_providers::{
+    ChatModel, Message, ModelLocation, Part, ProviderError, StopReason, TurnEvent, TurnRequest,
+    Usage,
+};
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/cli_agents/fake_cli.sh"
+);
+
+/// A directory holding the fake CLI under `program`'s name; it logs there.
+struct Fake {
+    dir: tempfile::TempDir,
+    program: PathBuf,
+}
+
+impl Fake {
+    fn new(program: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(program);
+        std::fs::copy(FIXTURE, &file).unwrap();
+        Fake { dir, program: file }
+    }
+
+    fn model(&self, kind: CliKind, model: &str) -> CliAgent {
+        let config = CliAgentConfig::new(kind, model)
+            .with_program(&self.program)
+            .with_idle_timeout(Duration::from_secs(5));
+        CliAgent::new(config).unwrap()
+    }
+
+    fn log(&self, what: &str, n: usize) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("{what}.{n}"))).unwrap()
+    }
+
+    fn args(&self, n: usize) -> Vec<String> {
+        self.log("args", n).lines().map(str::to_string).collect()
+    }
+}
+
+fn ask(text: &str) -> TurnRequest {
+    TurnRequest::new(vec![Message::user(text)]).system("Be brief.")
+}
+
+/// `request` with `messages` as its conversation.
+fn with_messages(mut request: TurnRequest, messages: Vec<Message>) -> TurnRequest {
+    request.messages = messages;
+    request
+}
+
+#[tokio::test]
+async fn claude_streams_reasoning_and_text_with_chat_only_args() {
+    let fake = Fake::new("claude");
+    let model = fake.model(CliKind::Claude, "sonnet");
+    let all: Vec<TurnEvent> = events(&model, ask("hi"))
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        &all[..3],
+        [
+            TurnEvent::ReasoningDelta {
+                text: "Greet back.".into()
+            },
+            TurnEvent::TextDelta {
+                text: "Hello".into()
+            },
+            TurnEvent::TextDelta {
+                text: " there".into()
+            },
+        ],
+        "deltas come live, and the whole message does not repeat them"
+    );
+    assert_eq!(
+        all[3],
+        TurnEvent::Usage(Usage {
+            prompt_tokens: 18,
+            completion_tokens: 7
+        })
+    );
+    assert!(matches!(&all[4], TurnEvent::Native(n) if n.value["id"] == "sess-1"));
+    assert_eq!(
+        all[5],
+        TurnEvent::End {
+            stop: StopReason::EndTurn
+        }
+    );
+    assert_eq!(
+        fake.args(1),
+        [
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--tools",
+            "",
+            "--strict-mcp-config",
+            "--mcp-config",
+            r#"{"mcpServers":{}}"#,
+            "--model",
+            "sonnet",
+            "--system-prompt",
+            "Be brief.",
+        ]
+    );
+    assert_eq!(fake.log("stdin", 1), "hi");
+    // Its cwd was an empty scratch directory, gone once the turn ended.
+    let cwd = PathBuf::from(fake.log("cwd", 1).trim());
+    assert!(
+        cwd.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("lrg-cli-agent-")
+    );
+    assert!(!cwd.exists(), "the scratch directory was left behind");
+    let info = model.info();
+    assert_eq!(
+        (
+            info.provider.as_str(),
+            info.location,
+            info.sends_to.as_deref()
+        ),
+        (
+            "claude-cli",
+            ModelLocation::Cloud,
+            Some("api.anthropic.com")
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_second_turn_resumes_with_only_the_new_tail() {
+    let fake = Fake::new("claude");
+    let model = fake.model(CliKind::Claude, "sonnet");
+    let first = ask("hi");
+    let answer = turn(&model, first.clone()).await.unwrap();
+    assert_eq!(answer.text(), "Hello there");
+    let mut history = first.messages.clone();
+    history.push(answer.into_message());
+    history.push(Message::user("and how are you?"));
+    let second = with_messages(first.clone(), history.clone());
+    turn(&model, second).await.unwrap();
+    let args = fake.args(2);
+    assert_eq!(&args[args.len() - 2..], ["--resume", "sess-1"]);
+    assert!(
+        !args.contains(&"--system-prompt".to_string()),
+        "a resumed session has its instructions: {args:?}"
+    );
+    assert_eq!(fake.log("stdin", 2), "and how are you?");
+
+    // The id lost (say the history went through a store that dropped it):
+    // the whole conversation is replayed.
+    for message in &mut history {
+        message.parts.retain(|p| !matches!(p, Part::Native(_)));
+    }
+    turn(&model, with_messages(first, history)).await.unwrap();
+    assert!(!fake.args(3).contains(&"--resume".to_string()));
+    assert_eq!(
+        fake.log("stdin", 3),
+        "The conversation so far:\n\nUser: hi\n\nAssistant: Hello there\n\n\
+         Continue it: answer the user's latest message.\n\nand how are you?"
+    );
+}
+
+#[tokio::test]
+async fn claude_without_partial_messages_reads_whole_messages() {
+    let fake = Fake::new("claude");
+    let got = turn(&fake.model(CliKind::Claude, "whole"), ask("hi"))
+        .await
+        .unwrap();
+    assert_eq!(got.text(), "Hello whole");
+}
+
+#[tokio::test]
+async fn codex_runs_read_only_without_the_inherited_environment() {
+    let fake = Fake::new("codex");
+    let model = fake.model(CliKind::Codex, "gpt-5-codex");
+    let got = turn(&model, ask("hi")).await.unwrap();
+    assert_eq!(
+        got.parts[..2],
+        [
+            Part::reasoning("**Greeting the user**"),
+            Part::text("Hello there")
+        ]
+    );
+    assert_eq!(
+        got.usage,
+        Some(Usage {
+            prompt_tokens: 20,
+            completion_tokens: 7
+        })
+    );
+    assert_eq!(
+        fake.args(1),
+        [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--ignore-user-config",
+            "--sandbox",
+            "read-only",
+            "--model",
+            "gpt-5-codex",
+            "-c",
+            r#"developer_instructions="Be brief.""#,
+            "-",
+        ]
+    );
+    assert_eq!(fake.log("stdin", 1), "hi");
+    // Cargo sets CARGO_MANIFEST_DIR for this test process; codex must not see it.
+    let env = fake.log("env", 1);
+    assert!(!env.contains("CARGO_MANIFEST_DIR="), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
+
+    let mut history = ask("hi").messages;
+    history.push(got.into_message());
+    history.push(Message::user("more"));
+    turn(&model, TurnRequest::new(history)).await.unwrap();
+    let args = fake.args(2);
+    assert_eq!(&args[args.len() - 3..], ["resume", "thread-1", "-"]);
+    assert_eq!(fake.log("stdin", 2), "more");
+}
+
+#[tokio::test]
+async fn gemini_streams_deltas_and_resumes_its_session() {
+    let fake = Fake::new("gemini");
+    let model = fake.model(CliKind::Gemini, "gemini-2.5-pro");
+    let got = turn(&model, ask("hi")).await.unwrap();
+    assert_eq!(got.text(), "Hello there");
+    assert_eq!(
+        fake.args(1),
+        [
+            "--output-format",
+            "stream-json",
+            "--model",
+            "gemini-2.5-pro"
+        ]
+    );
+    // No system-prompt flag: the instructions lead the first prompt.
+    assert_eq!(fake.log("stdin", 1), "Instructions: Be brief.\n\nhi");
+    let env = fake.log("env", 1);
+    assert!(
+        env.contains("CARGO_MANIFEST_DIR="),
+        "gemini inherits the environment"
+    );
+
+    let mut history = ask("hi").messages;
+    history.push(got.into_message());
+    history.push(Message::user("more"));
+    turn(&model, TurnRequest::new(history)).await.unwrap();
+    assert_eq!(&fake.args(2)[4..], ["--resume", "gem-1"]);
+}
+
+/// Whether `pid` is gone (or a zombie waiting for init to reap it).
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // No /proc entry: gone, where there is a /proc to look in.
+        Err(_) => Path::new("/proc/self").exists() || !alive_by_kill(pid),
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn alive_by_kill(pid: &str) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", pid])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+async fn wait_gone(pid: &str) -> bool {
+    for _ in 0..50 {
+        if gone(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn cancel_kills_the_whole_process_group() {
+    for (kind, program) in [
+        (CliKind::Claude, "claude"),
+        (CliKind::Codex, "codex"),
+        (CliKind::Gemini, "gemini"),
+    ] {
+        let fake = Fake::new(program);
+        let model = fake.model(kind, "sleep");
+        common::assert_cancel_ends_at_once(&model, ask("hi"), "Hel").await;
+        let grandchild = fake.log("grandchild", 1);
+        assert!(
+            wait_gone(grandchild.trim()).await,
+            "{program}: its child {} outlived the cancel",
+            grandchild.trim()
+        );
+        let pgid = fake.log("pgid", 1);
+        assert_ne!(
+            pgid.trim(),
+            std::process::id().to_string(),
+            "{program} ran in our group"
+        );
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_turn_kills_the_whole_process_group() {
+    use futures::StreamExt as _;
+    let fake = Fake::new("gemini");
+    let model = fake.model(CliKind::Gemini, "sleep");
+    let mut stream = model.turn(ask("hi"), tokio_util::sync::CancellationToken::new());
+    let first = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .unwrap();
+    assert_eq!(first, Some(Ok(TurnEvent::TextDelta { text: "Hel".into() })));
+    drop(stream);
+    let grandchild = fake.log("grandchild", 1);
+    assert!(
+        wait_gone(grandchild.trim()).await,
+        "its child {} outlived the dropped turn",
+        grandchild.trim()
+    );
+}
+
+#[tokio::test]
+async fn a_silent_cli_is_stopped_after_the_idle_timeout() {
+    let fake = Fake::new("claude");
+    let config = CliAgentConfig::new(CliKind::Claude, "sleep")
+        .with_program(&fake.program)
+        .with_idle_timeout(Duration::from_millis(500));
+    let all = events(&CliAgent::new(config).unwrap(), ask("hi")).await;
+    assert_eq!(all[0], Ok(TurnEvent::TextDelta { text: "Hel".into() }));
+    let err = all.last().unwrap().clone().unwrap_err();
+    assert!(
+        err.is_transient() && err.to_string().contains("silent"),
+        "{err}"
+    );
+    let grandchild = fake.log("grandchild", 1);
+    assert!(
+        wait_gone(grandchild.trim()).await,
+        "{grandchild}: {:?} (group {})",
+        std::fs::read_to_string(format!("/proc/{}/stat", grandchild.trim())),
+        fake.log("pgid", 1)
+    );
+}
+
+#[tokio::test]
+async fn dying_midway_reports_the_exit_and_stderr() {
+    let fake = Fake::new("codex");
+    let all = events(&fake.model(CliKind::Codex, "die"), ask("hi")).await;
+    assert_eq!(all[0], Ok(TurnEvent::TextDelta { text: "Hel".into() }));
+    let err = all.last().unwrap().clone().unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("status 3") && text.contains("lost the connection"),
+        "{text}"
+    );
+
+    let fake = Fake::new("claude");
+    let err = turn(&fake.model(CliKind::Claude, "signal"), ask("hi"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.is_transient() && err.to_string().contains("signal"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn garbage_is_a_protocol_error_quoting_it() {
+    for (kind, program) in [(CliKind::Claude, "claude"), (CliKind::Gemini, "gemini")] {
+        let fake = Fake::new(program);
+        let err = turn(&fake.model(kind, "garbage"), ask("hi"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ProviderError::Protocol { .. }) && err.to_string().contains("oops"),
+            "{program}: {err:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_clis_own_failure_reports_are_auth_errors() {
+    for (kind, program) in [
+        (CliKind::Claude, "claude"),
+        (CliKind::Codex, "codex"),
+        (CliKind::Gemini, "gemini"),
+    ] {
+        let fake = Fake::new(program);
+        let err = turn(&fake.model(kind, "fail"), ask("hi"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ProviderError::Auth { .. }),
+            "{program}: {err:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_missing_executable_is_a_config_error_without_a_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("claude");
+    let model =
+        CliAgent::new(CliAgentConfig::new(CliKind::Claude, "sonnet").with_program(&missing))
+            .unwrap();
+    let err = turn(&model, ask("hi")).await.unwrap_err();
+    assert!(matches!(err, ProviderError::Config { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("CLAUDE_CODE_PATH") && !text.contains(&*dir.path().to_string_lossy()),
+        "{text}"
+    );
+}
