@@ -40,6 +40,12 @@ use tokio::sync::watch;
 use crate::permissions::{Answer, ApprovalReason, PermissionSettings};
 use crate::tools::ToolClass;
 
+/// The version of the event schema. Front ends that write events out (the
+/// CLI's `--json` header line, say) state it, so a reader can tell which
+/// fields to expect; it changes only if a field is ever renamed or removed
+/// (fields are only added).
+pub const EVENTS_SCHEMA_VERSION: u32 = 1;
+
 /// How far (in events) a live subscriber may fall behind before it is sent
 /// [`Event::Resync`] and dropped.
 pub const LAG_LIMIT: u64 = 1024;
@@ -345,7 +351,7 @@ impl Default for EventLog {
 fn lock(state: &Mutex<LogState>) -> MutexGuard<'_, LogState> {
     // Every critical section leaves the state consistent (pushes and
     // counters), so a poisoned lock is safe to reuse.
-    state.lock().unwrap_or_else(|p| p.into_inner())
+    lrg_providers::sync::lock(state)
 }
 
 impl EventLog {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use lrg_providers::text_tools::ToolMode;
 
 /// The exit codes, shown in `--help` and the README.
 pub const EXIT_CODES: &str = "\
@@ -22,6 +23,7 @@ Models (--model provider:model, default $LRG_MODEL, else the first local server 
   server:my-model               your OpenAI-compatible host (--base-url or $LRG_SERVER_URL;
                                 key, if it wants one, in $LRG_SERVER_API_KEY)
   llama:/path/to/model.gguf     llama.cpp in this process
+  mlx:/path/to/model-dir        MLX through a Python sidecar ($LRG_MLX_PYTHON, else python3)
   script:turns.json             a ScriptedModel file (scripted answers)
   replay:recording.json         a recording made with --record";
 
@@ -76,6 +78,11 @@ pub struct ModelArgs {
     /// address for ollama: and lmstudio:
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// How tools reach an OpenAI-compatible server (server:, lmstudio:): native (default), auto
+    /// (by the model's family; calls the model writes as text are read too), or a text format:
+    /// hermes, qwen3-coder, mistral, llama3, harmony, granite, deepseek, pythonic, markdown-json
+    #[arg(long, value_name = "FORMAT")]
+    pub tool_format: Option<ToolMode>,
 }
 
 /// Where the tools come from.
@@ -116,15 +123,19 @@ pub enum ModeArg {
 /// Permission settings for this run (kept in memory, never written).
 #[derive(Debug, Clone, Args)]
 pub struct PermissionArgs {
-    /// Which tool calls run without asking
-    #[arg(long, value_enum, value_name = "MODE", default_value = "auto_read")]
-    pub mode: ModeArg,
+    /// Which tool calls run without asking [default: the settings file's, else auto_read]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<ModeArg>,
     /// Let TOOL run without asking (repeatable)
     #[arg(long, value_name = "TOOL")]
     pub allow: Vec<String>,
     /// Never offer TOOL to the model (repeatable)
     #[arg(long, value_name = "TOOL")]
     pub deny: Vec<String>,
+    /// The permission settings file, where "always" answers are kept
+    /// [default: $XDG_CONFIG_HOME/lrg/permissions.json or the platform's config dir]
+    #[arg(long, value_name = "FILE")]
+    pub permissions: Option<PathBuf>,
 }
 
 /// `lrg run`.

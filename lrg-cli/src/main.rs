@@ -6,6 +6,7 @@ mod approve;
 mod chat;
 mod cli;
 mod demo_server;
+mod engines;
 mod exit;
 mod input;
 mod local;

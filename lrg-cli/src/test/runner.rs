@@ -117,6 +117,7 @@ async fn run_once(case: &Case, options: &RunOptions) -> Attempt {
     let args = ModelArgs {
         model: Some(model),
         base_url: case.base_url.clone(),
+        tool_format: None,
     };
     // The CLI's own model and tool setup, as `lrg run` uses it.
     let resolved = match crate::resolve::resolve(&args, record.as_deref()).await {

@@ -53,7 +53,7 @@ impl ReplayModel {
 
     /// How many exchanges have been played (or attempted).
     pub fn played(&self) -> usize {
-        *self.next.lock().unwrap_or_else(|p| p.into_inner())
+        *crate::sync::lock(&self.next)
     }
 
     /// How many recorded exchanges have not been played: more than zero after
@@ -105,7 +105,7 @@ impl ChatModel for ReplayModel {
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
         let index = {
-            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            let mut next = crate::sync::lock(&self.next);
             let index = *next;
             *next += 1;
             index
