@@ -130,9 +130,10 @@ pub enum Event {
         ok: bool,
         /// Its text output (or error message).
         text: String,
-        /// How many images it returned.
-        #[serde(default, skip_serializing_if = "is_zero")]
-        images: usize,
+        /// The images it returned, described; the bytes are fetched
+        /// separately (over HTTP: `GET …/images/{call_id}/{index}`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageDescriptor>,
     },
     /// The call never ran; the model is told why.
     ToolSkipped {
@@ -203,6 +204,46 @@ pub enum Event {
     /// Sent to a subscriber that fell too far behind, just before its stream
     /// ends: reconnect with `after=` the last `seq` seen.
     Resync,
+}
+
+/// One image of a tool result, as `tool_done` describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ImageDescriptor {
+    /// Its position among the result's images, from 0.
+    pub index: usize,
+    /// MIME type, e.g. `image/png`.
+    pub mime: String,
+    /// Size of the encoded image in bytes.
+    pub bytes: usize,
+}
+
+impl ImageDescriptor {
+    /// The image at `index`, of type `mime`, `bytes` long.
+    pub fn new(index: usize, mime: impl Into<String>, bytes: usize) -> Self {
+        Self {
+            index,
+            mime: mime.into(),
+            bytes,
+        }
+    }
+
+    /// Describe the images among `parts`, in order.
+    pub fn of_parts(parts: &[lrg_providers::Part]) -> Vec<Self> {
+        parts
+            .iter()
+            .filter_map(|p| match p {
+                lrg_providers::Part::Image(image) => Some(image),
+                _ => None,
+            })
+            .enumerate()
+            .map(|(index, image)| Self {
+                index,
+                mime: image.mime.clone(),
+                bytes: image.data.len(),
+            })
+            .collect()
+    }
 }
 
 /// Which stream a [`Event::Delta`] belongs to.

@@ -493,11 +493,14 @@ async fn images_from_tools_are_kept_in_the_history() {
     let Part::ToolResult(r) = &session.history()[2].parts[0] else {
         panic!()
     };
-    assert!(matches!(r.parts[1], Part::Image(_)));
+    let Part::Image(image) = &r.parts[1] else {
+        panic!("{r:?}")
+    };
+    let descriptor = json!([{"index": 0, "mime": image.mime, "bytes": image.data.len()}]);
     let log = log(&session);
     assert!(
         log.iter()
-            .any(|e| e["type"] == "tool_done" && e["images"] == 1),
+            .any(|e| e["type"] == "tool_done" && e["images"] == descriptor),
         "{log:?}"
     );
     assert_pairing(&session);

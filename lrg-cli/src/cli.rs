@@ -1,5 +1,6 @@
 //! The command line, as clap reads it.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -52,6 +53,13 @@ pub enum Command {
     /// List the tools of the configured MCP servers and what the permissions say of them
     #[command(after_help = EXIT_CODES)]
     Tools(ToolsArgs),
+    /// Serve the chat page and the HTTP API (/v1/chat/*); prints the page URL
+    ///
+    /// Opens a first chat and prints its page URL (the chat token is in the fragment). More
+    /// chats are opened with POST /v1/chat/sessions and the agent token: $LRG_AGENT_TOKEN, or
+    /// a fresh one written to a file only you can read, whose path is printed.
+    #[command(after_help = format!("{MODEL_HELP}\n\n{EXIT_CODES}"))]
+    Serve(ServeArgs),
     /// Serve a small demo MCP server (notes) over stdio, for trying lrg offline
     ///
     /// `--mcp 'lrg demo-server'` starts it from this same binary.
@@ -230,6 +238,36 @@ pub struct ToolsArgs {
     /// Print each tool's input schema as shaped for an engine or API
     #[arg(long, value_enum, value_name = "TARGET")]
     pub schema: Option<SchemaArg>,
+}
+
+/// `lrg serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
+    /// The system prompt of each chat
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Model turns allowed per message
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+    /// The port to listen on (0: any free port)
+    #[arg(long, value_name = "N", default_value_t = 8377)]
+    pub port: u16,
+    /// The address to listen on; anything but loopback needs --allow-remote
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Allow --bind to a non-loopback address: anyone who can reach it and holds a token
+    /// can make the model work your tools
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Open the page in a browser
+    #[arg(long)]
+    pub open: bool,
 }
 
 /// The exit codes of `lrg test`.

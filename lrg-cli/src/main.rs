@@ -15,6 +15,7 @@ mod printer;
 mod providers;
 mod resolve;
 mod run;
+mod serve;
 mod setup;
 mod signals;
 mod test;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => chat::chat(args).await,
             Command::Models(args) => models::models(args).await,
             Command::Tools(args) => tools::tools(args).await,
+            Command::Serve(args) => serve::serve(args).await,
             Command::DemoServer => demo_server::serve().await,
             Command::Test(args) => test::test(args).await,
         }

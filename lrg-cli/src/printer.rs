@@ -305,8 +305,8 @@ impl Output for Human {
                 } else {
                     ""
                 };
-                let images = if *images > 0 {
-                    format!(" (+{images} image(s))")
+                let images = if !images.is_empty() {
+                    format!(" (+{} image(s))", images.len())
                 } else {
                     String::new()
                 };

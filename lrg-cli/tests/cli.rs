@@ -31,6 +31,7 @@ fn help_texts() {
         ("models_help", vec!["models", "--help"]),
         ("tools_help", vec!["tools", "--help"]),
         ("demo_server_help", vec!["demo-server", "--help"]),
+        ("serve_help", vec!["serve", "--help"]),
     ] {
         let r = ran(env.lrg().args(&args));
         assert_eq!(r.code, 0, "{r:?}");

@@ -3,13 +3,13 @@
 use std::collections::HashSet;
 
 use lrg_providers::text_tools::{RECOVERY_TOOL, recovery::Recovery};
-use lrg_providers::{Part, ToolCall, ToolResult, ToolSpec};
+use lrg_providers::{ToolCall, ToolResult, ToolSpec};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::history::canonical_json;
-use crate::events::{Event, SkipReason};
+use crate::events::{Event, ImageDescriptor, SkipReason};
 use crate::permissions::{Answer, ApprovalReason, Decision, Rule, decide};
 use crate::tools::ToolClass;
 
@@ -123,11 +123,7 @@ pub(super) async fn handle_call(
         call_id: call.id.clone(),
         ok: !result.is_error,
         text: result.text_content(),
-        images: result
-            .parts
-            .iter()
-            .filter(|p| matches!(p, Part::Image(_)))
-            .count(),
+        images: ImageDescriptor::of_parts(&result.parts),
     });
     result
 }
