@@ -2,6 +2,8 @@
 
 pub mod context;
 pub mod events;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod http;
 pub mod model_source;
 pub mod permissions;

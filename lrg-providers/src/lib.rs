@@ -11,6 +11,8 @@ mod scripted;
 mod secret;
 mod text;
 
+#[doc(hidden)]
+pub mod fuzz;
 pub mod images;
 pub mod local_chat;
 pub mod record;

@@ -387,6 +387,30 @@ mod tests {
         assert!(c.endpoint(Provider::Server).unwrap().api_key.is_none());
     }
 
+    #[test]
+    fn a_tool_mode_reaches_servers_the_user_runs_never_a_cloud() {
+        let c = Connections::new()
+            .with_api_key(Provider::OpenAi, ApiKey::new("sk-x"))
+            .with_base_url(Provider::Server, "http://h:8000/v1")
+            .with_tool_mode(ToolMode::Auto);
+        assert_eq!(
+            c.endpoint(Provider::Server).unwrap().tool_mode,
+            Some(ToolMode::Auto)
+        );
+        assert_eq!(
+            c.endpoint(Provider::LmStudio).unwrap().tool_mode,
+            Some(ToolMode::Auto)
+        );
+        assert_eq!(c.endpoint(Provider::OpenAi).unwrap().tool_mode, None);
+        assert_eq!(
+            Connections::new()
+                .endpoint(Provider::LmStudio)
+                .unwrap()
+                .tool_mode,
+            None
+        );
+    }
+
     #[tokio::test]
     async fn engines_must_be_linked_in_and_files_are_read() {
         let c = Connections::new();

@@ -1,0 +1,9 @@
+//! Target `ollama`: arbitrary bytes through `lrg_providers::fuzz::ollama`, whose
+//! seed corpus (`corpus/ollama/`) also runs as the test
+//! `lrg-providers/tests/fuzz_corpus.rs`.
+
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    lrg_providers::fuzz::ollama(data);
+});

@@ -1,0 +1,32 @@
+//! The seed corpus of the `mcp_config` fuzz target (`fuzz/corpus/mcp_config/`),
+//! run as an ordinary test through the function the target runs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+#[test]
+fn mcp_config_seeds() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/mcp_config");
+    let mut seeds: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_file())
+        .collect();
+    seeds.sort();
+    assert!(
+        seeds.len() >= 3,
+        "only {} seeds in {}",
+        seeds.len(),
+        dir.display()
+    );
+    let mut parsed = 0;
+    for seed in &seeds {
+        let data = std::fs::read(seed).unwrap();
+        let outcome = std::panic::catch_unwind(|| lrg_chat::fuzz::mcp_config(&data));
+        assert!(outcome.is_ok(), "fuzz checks failed on {}", seed.display());
+        let text = String::from_utf8(data).unwrap();
+        parsed += usize::from(lrg_chat::tools::McpConfig::from_json(&text).is_ok());
+    }
+    assert!(parsed >= 3, "only {parsed} seeds are valid configs");
+}
