@@ -4,8 +4,11 @@ pub mod context;
 pub mod events;
 pub mod model_source;
 pub mod permissions;
+pub mod registry;
 pub mod session;
+pub mod store;
 pub mod tools;
+pub mod transcript;
 
 pub use events::{Event, EventLog, LogEntry, Subscription};
 pub use model_source::{FixedModel, ModelSource};
