@@ -211,6 +211,17 @@ impl std::fmt::Debug for SessionRegistry {
     }
 }
 
+impl Drop for SessionRegistry {
+    fn drop(&mut self) {
+        // Another registry (or process) may take these sessions over now.
+        if let Some(store) = &self.store {
+            for id in relock(&self.live).keys() {
+                store.release(id);
+            }
+        }
+    }
+}
+
 impl SessionRegistry {
     /// A registry that builds sessions with `factory`, in memory only.
     pub fn new(
@@ -283,7 +294,16 @@ impl SessionRegistry {
         let Some(store) = &self.store else {
             return self.create(&request, OpenedHow::Created).await;
         };
-        let Some(found) = store.find(&keys).await? else {
+        // A store that cannot even be searched cannot save either: the
+        // chat starts unsaved and says so (see `create`).
+        let found = match store.find(&keys).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!("session store search failed: {e}");
+                None
+            }
+        };
+        let Some(found) = found else {
             return self.create(&request, OpenedHow::Created).await;
         };
         let id = found.meta.id.clone();
