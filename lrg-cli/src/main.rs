@@ -14,6 +14,7 @@ mod printer;
 mod providers;
 mod resolve;
 mod run;
+mod sessions;
 mod setup;
 mod signals;
 mod tools;
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => chat::chat(args).await,
             Command::Models(args) => models::models(args).await,
             Command::Tools(args) => tools::tools(args).await,
+            Command::Sessions(args) => sessions::sessions(args).await,
             Command::DemoServer => demo_server::serve().await,
         }
     });
