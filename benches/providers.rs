@@ -284,10 +284,7 @@ fn fake_server(chunks: Vec<Bytes>) -> SocketAddr {
 }
 
 async fn via_lrg(model: &OpenAiChat) -> usize {
-    let request = TurnRequest {
-        messages: vec![Message::user("Write a long story.")],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![Message::user("Write a long story.")]);
     let mut stream = model.turn(request, CancellationToken::new());
     let mut deltas = 0;
     while let Some(event) = stream.next().await {

@@ -155,13 +155,8 @@ fn long_history() -> Vec<Message> {
 
 fn fitting(c: &mut Criterion) {
     let history = long_history();
-    let info = |window| ModelInfo {
-        provider: "bench".into(),
-        model: "m".into(),
-        location: ModelLocation::Local,
-        context_window: Some(window),
-        sends_to: None,
-    };
+    let info =
+        |window| ModelInfo::new("bench", "m", ModelLocation::Local).context_window(Some(window));
     let policy = ContextPolicy::default();
     let mut group = c.benchmark_group("context_fit_10000_messages");
     group.throughput(Throughput::Elements(history.len() as u64));

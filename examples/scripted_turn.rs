@@ -9,10 +9,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "demo",
         r#"[{"reasoning": "The user greets me.", "text": "Hello! How can I help?"}]"#,
     )?;
-    let request = TurnRequest {
-        messages: vec![Message::user("hi")],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![Message::user("hi")]);
     let mut stream = model.turn(request, CancellationToken::new());
     while let Some(event) = stream.next().await {
         match event? {

@@ -500,13 +500,7 @@ mod tests {
 
     #[test]
     fn budgets_by_location() {
-        let mut info = ModelInfo {
-            provider: "p".into(),
-            model: "m".into(),
-            location: ModelLocation::Local,
-            context_window: None,
-            sends_to: None,
-        };
+        let mut info = ModelInfo::new("p", "m", ModelLocation::Local);
         let policy = ContextPolicy::default();
         let b = policy.budget(&info, None);
         assert_eq!(

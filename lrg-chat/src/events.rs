@@ -32,6 +32,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use lrg_providers::ProviderError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -149,9 +150,8 @@ pub enum Event {
     Error {
         /// What went wrong, for a person.
         message: String,
-        /// Machine-readable kind: a provider error kind
-        /// (`auth`, `context_overflow`, ...), `max_steps` or `model_source`.
-        kind: String,
+        /// Machine-readable kind.
+        kind: ErrorKind,
     },
     /// The person stopped the turn; text streamed for an unfinished model
     /// turn is dropped.
@@ -209,9 +209,62 @@ pub enum DeltaKind {
     Text,
 }
 
+/// What kind of failure an [`Event::Error`] reports.
+///
+/// Serialized in `snake_case` (`"context_overflow"`, `"max_steps"`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A transient provider error (429, 5xx, a cut stream) that outlived its
+    /// retries.
+    Transient,
+    /// The provider refused the key.
+    Auth,
+    /// The provider refused the request as malformed.
+    BadRequest,
+    /// The conversation does not fit the model's context window.
+    ContextOverflow,
+    /// The model does not exist on its provider.
+    ModelNotFound,
+    /// The model cannot do what was asked.
+    Unsupported,
+    /// Missing or invalid configuration (no key, bad base URL).
+    Config,
+    /// The model's answer could not be understood.
+    Protocol,
+    /// Any other provider failure.
+    Other,
+    /// [`crate::SessionConfig::max_steps`] model turns passed without a final
+    /// answer.
+    MaxSteps,
+    /// Compaction produced no summary; the conversation was kept.
+    Compact,
+    /// A tool or model plugged into the session panicked.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The kind of a provider error.
+    pub fn of(error: &ProviderError) -> Self {
+        match error {
+            ProviderError::Transient { .. } => Self::Transient,
+            ProviderError::Auth { .. } => Self::Auth,
+            ProviderError::BadRequest { .. } => Self::BadRequest,
+            ProviderError::ContextOverflow { .. } => Self::ContextOverflow,
+            ProviderError::ModelNotFound { .. } => Self::ModelNotFound,
+            ProviderError::Unsupported { .. } => Self::Unsupported,
+            ProviderError::Config { .. } => Self::Config,
+            ProviderError::Protocol { .. } => Self::Protocol,
+            _ => Self::Other,
+        }
+    }
+}
+
 /// Why a tool call did not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SkipReason {
     /// The same tool with the same arguments was already called for this
     /// message.
@@ -224,6 +277,19 @@ pub enum SkipReason {
     Blocked,
     /// No tool of that name exists.
     UnknownTool,
+}
+
+impl SkipReason {
+    /// A few words for a person ("not allowed", "no such tool").
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::RepeatedCall => "the same call was already made",
+            Self::NotAllowed => "not allowed",
+            Self::Stopped => "stopped",
+            Self::Blocked => "blocked by a rule",
+            Self::UnknownTool => "no such tool",
+        }
+    }
 }
 
 fn is_zero(n: &usize) -> bool {

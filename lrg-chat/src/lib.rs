@@ -10,6 +10,7 @@ pub mod store;
 pub mod tools;
 pub mod transcript;
 
+pub use events::{ErrorKind, SkipReason};
 pub use events::{Event, EventLog, LogEntry, Subscription};
 pub use model_source::{FixedModel, ModelSource};
 pub use permissions::{Answer, Mode, PermissionSettings, Permissions, Rule};

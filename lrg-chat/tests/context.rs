@@ -20,10 +20,7 @@ struct Windowed(ScriptedModel, u32);
 
 impl ChatModel for Windowed {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            context_window: Some(self.1),
-            ..self.0.info()
-        }
+        self.0.info().context_window(Some(self.1))
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

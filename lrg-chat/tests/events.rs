@@ -313,7 +313,7 @@ fn wire_format_of_every_event() {
         },
         Event::Error {
             message: "authentication failed: bad key".into(),
-            kind: "auth".into(),
+            kind: lrg_chat::ErrorKind::Auth,
         },
         Event::Stopped,
         Event::Busy { busy: true },

@@ -10,7 +10,7 @@ use lrg_chat::events::Event;
 use lrg_chat::permissions::{Mode, PermissionSettings, Rule};
 use lrg_chat::session::STOPPED_NOTE;
 use lrg_chat::{Answer, ChatSession, FixedModel, Permissions, SessionError, TurnOutcome};
-use lrg_providers::{Part, Role, ScriptedError, ScriptedModel, ScriptedTurn, Usage};
+use lrg_providers::{Part, ProviderError, Role, ScriptedError, ScriptedModel, ScriptedTurn, Usage};
 use serde_json::json;
 use session_support::*;
 
@@ -368,7 +368,9 @@ async fn transient_errors_past_the_retries_and_fatal_errors_end_the_turn() {
     assert_eq!(
         outcome,
         TurnOutcome::Failed {
-            error: "the model refused".into()
+            error: ProviderError::Other {
+                message: "the model refused".into()
+            }
         }
     );
     assert_pairing(&session);
@@ -653,7 +655,9 @@ async fn a_panicking_tool_fails_the_turn_but_not_the_session() {
     assert_eq!(
         outcome,
         TurnOutcome::Failed {
-            error: "internal error while working on the message: tool bug".into()
+            error: ProviderError::Other {
+                message: "internal error while working on the message: tool bug".into()
+            }
         }
     );
     assert!(!session.is_busy());

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io::Write as _;
 
 use lrg_chat::ChatSession;
-use lrg_chat::events::{DeltaKind, Event, LogEntry, SkipReason};
+use lrg_chat::events::{DeltaKind, Event, LogEntry};
 use lrg_chat::tools::ToolClass;
 use serde_json::Value;
 
@@ -301,13 +301,7 @@ impl Printer {
                 reason,
                 note,
             } => {
-                let why = match reason {
-                    SkipReason::RepeatedCall => "the same call was already made",
-                    SkipReason::NotAllowed => "not allowed",
-                    SkipReason::Stopped => "stopped",
-                    SkipReason::Blocked => "blocked by a rule",
-                    SkipReason::UnknownTool => "no such tool",
-                };
+                let why = reason.describe();
                 let note = note
                     .as_deref()
                     .map(|n| format!(" ({n})"))

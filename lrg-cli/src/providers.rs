@@ -127,20 +127,14 @@ pub async fn connect(
 }
 
 fn probe_transport() -> TransportConfig {
-    TransportConfig {
-        connect_timeout: PROBE_TIMEOUT,
-        idle_timeout: PROBE_TIMEOUT,
-    }
+    TransportConfig::new(PROBE_TIMEOUT, PROBE_TIMEOUT)
 }
 
 async fn first_model(
     list: impl Future<Output = Result<Vec<ModelInfo>, ProviderError>>,
 ) -> Option<String> {
     match tokio::time::timeout(PROBE_TIMEOUT * 2, list).await {
-        Ok(Ok(models)) => models
-            .into_iter()
-            .next()
-            .map(|m| format!("{}:{}", m.provider, m.model)),
+        Ok(Ok(models)) => models.into_iter().next().map(|m| m.id()),
         _ => None,
     }
 }
@@ -221,10 +215,7 @@ async fn listing(
 
 /// Every provider with what it offers now, or why it cannot be used.
 pub async fn list_all(args: &ModelArgs) -> Vec<ProviderModels> {
-    let short = TransportConfig {
-        connect_timeout: Duration::from_secs(3),
-        idle_timeout: Duration::from_secs(10),
-    };
+    let short = TransportConfig::new(Duration::from_secs(3), Duration::from_secs(10));
     let openai =
         OpenAiConfig::from_env("").and_then(|c| OpenAiChat::new(c.with_transport(short.clone())));
     let anthropic = AnthropicConfig::from_env("")

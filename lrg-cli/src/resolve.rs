@@ -4,10 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lrg_providers::record::{RecordingModel, ReplayModel};
-use lrg_providers::{
-    ChatModel, ModelInfo, ModelRef, Provider, ScriptedModel, TurnRequest, TurnStream,
-};
-use tokio_util::sync::CancellationToken;
+use lrg_providers::{ChatModel, ModelRef, Provider, ScriptedModel};
 
 use crate::cli::ModelArgs;
 use crate::exit::CliError;
@@ -19,20 +16,6 @@ pub struct Resolved {
     pub model: Arc<dyn ChatModel>,
     /// The replay, when `replay:` was chosen: checked for unplayed turns at the end.
     pub replay: Option<Arc<ReplayModel>>,
-}
-
-/// An `Arc<dyn ChatModel>` as a sized `ChatModel`, so wrappers generic over
-/// a model (the recorder) can take any resolved model.
-struct Shared(Arc<dyn ChatModel>);
-
-impl ChatModel for Shared {
-    fn info(&self) -> ModelInfo {
-        self.0.info()
-    }
-
-    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
-        self.0.turn(request, cancel)
-    }
 }
 
 /// Resolve the model the flags (or `LRG_MODEL`) name, or the first local
@@ -65,9 +48,9 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
     };
     let model = match record {
         None => model,
-        Some(path) => Arc::new(
-            RecordingModel::create(Shared(model), path).map_err(|e| usage!("--record: {e}"))?,
-        ),
+        Some(path) => {
+            Arc::new(RecordingModel::create(model, path).map_err(|e| usage!("--record: {e}"))?)
+        }
     };
     Ok(Resolved { model, replay })
 }

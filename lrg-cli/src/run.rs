@@ -1,6 +1,7 @@
 //! `lrg run`: one message, run to completion.
 
 use lrg_chat::TurnOutcome;
+use lrg_providers::ProviderError;
 
 use crate::approve::Approver;
 use crate::cli::RunArgs;
@@ -40,14 +41,16 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
         Format::Plain
     };
     let printer = Printer::new(format, session.clone(), approver);
-    printer.header(&format!("{}:{}", ready.info.provider, ready.info.model));
+    printer.header(&ready.info.id());
     let running = Running::start_after(printer, ready.shown);
     let ctrl_c = CtrlC::watch(session.clone(), Exit::Stopped);
 
     let outcome = match session.send(prompt.as_str()) {
         Ok(handle) => handle.await,
         Err(e) => TurnOutcome::Failed {
-            error: e.to_string(),
+            error: ProviderError::Other {
+                message: e.to_string(),
+            },
         },
     };
     running.finish(&session).await;
@@ -67,6 +70,6 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
         }
         // The error was shown as an event (stderr, or a JSON line).
         TurnOutcome::Failed { .. } => Ok(Exit::Failed),
-        TurnOutcome::Stopped | TurnOutcome::StepsExhausted => Ok(Exit::Stopped),
+        _ => Ok(Exit::Stopped),
     }
 }

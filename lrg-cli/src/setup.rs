@@ -105,7 +105,7 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     let (session, shown, registry) = match &flags.saved.session {
         None => (builder().build(), 0, None),
         Some(key) => {
-            let model_id = format!("{}:{}", info.provider, info.model);
+            let model_id = info.id();
             let kept =
                 crate::sessions::open_kept(key, &flags.saved.store, &model_id, builder).await?;
             (kept.session, kept.shown, Some(kept.registry))

@@ -5,6 +5,7 @@ mod error;
 mod message;
 mod model;
 mod model_ref;
+mod overflow;
 mod paging;
 mod scripted;
 mod secret;

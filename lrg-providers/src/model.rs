@@ -9,7 +9,19 @@ use tokio_util::sync::CancellationToken;
 use crate::{Message, NativePart, Part, ProviderError, Role, ToolCall, ToolSpec};
 
 /// Everything a model needs for one assistant turn.
+///
+/// Built with [`TurnRequest::new`] and the builder methods, so that fields can
+/// be added without breaking callers:
+///
+/// ```
+/// use lrg_providers::{Message, TurnRequest};
+/// let request = TurnRequest::new(vec![Message::user("hi")])
+///     .system("You are terse.")
+///     .max_tokens(200);
+/// assert_eq!(request.max_tokens, Some(200));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TurnRequest {
     /// The system prompt, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -25,6 +37,47 @@ pub struct TurnRequest {
     /// Sampling temperature, where the provider accepts one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+}
+
+impl TurnRequest {
+    /// A request for `messages`, with no system prompt, no tools and the
+    /// adapter's default budget and temperature.
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            ..Self::default()
+        }
+    }
+
+    /// Set the system prompt.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// Set (or clear, with `None`) the system prompt.
+    pub fn system_opt(mut self, system: Option<String>) -> Self {
+        self.system = system;
+        self
+    }
+
+    /// Offer these tools.
+    pub fn tools(mut self, tools: Vec<ToolSpec>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Cap the answer at `max_tokens`.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sample at `temperature`, where the provider accepts one.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
 }
 
 /// Token counts reported for a turn.
@@ -97,7 +150,18 @@ pub enum ModelLocation {
 }
 
 /// What a model is and where it runs.
+///
+/// Built with [`ModelInfo::new`] and the builder methods:
+///
+/// ```
+/// use lrg_providers::{ModelInfo, ModelLocation};
+/// let info = ModelInfo::new("openai", "gpt-4.1", ModelLocation::Cloud)
+///     .context_window(Some(1_047_576))
+///     .sends_to(Some("api.openai.com".into()));
+/// assert_eq!(info.id(), "openai:gpt-4.1");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelInfo {
     /// Provider prefix, e.g. `openai`.
     pub provider: String,
@@ -109,6 +173,61 @@ pub struct ModelInfo {
     pub context_window: Option<u32>,
     /// Where a conversation goes when it leaves the machine (host name), if it does.
     pub sends_to: Option<String>,
+    /// Whether the model can see images. One that cannot is sent a short text
+    /// placeholder in place of each image.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub vision: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
+}
+
+impl ModelInfo {
+    /// A model of `provider` named `model`, running at `location`; window and
+    /// destination unknown, images assumed visible (the server refuses them
+    /// when they are not).
+    pub fn new(
+        provider: impl Into<String>,
+        model: impl Into<String>,
+        location: ModelLocation,
+    ) -> Self {
+        Self {
+            provider: provider.into(),
+            model: model.into(),
+            location,
+            context_window: None,
+            sends_to: None,
+            vision: true,
+        }
+    }
+
+    /// Set the context window, when known.
+    pub fn context_window(mut self, tokens: Option<u32>) -> Self {
+        self.context_window = tokens;
+        self
+    }
+
+    /// Set the host a conversation is sent to, if it leaves the machine.
+    pub fn sends_to(mut self, host: Option<String>) -> Self {
+        self.sends_to = host;
+        self
+    }
+
+    /// Set whether the model can see images.
+    pub fn vision(mut self, vision: bool) -> Self {
+        self.vision = vision;
+        self
+    }
+
+    /// The model id, `provider:model` (the form `--model` takes).
+    pub fn id(&self) -> String {
+        format!("{}:{}", self.provider, self.model)
+    }
 }
 
 /// A model that can take one assistant turn of a conversation.
@@ -123,6 +242,26 @@ pub trait ChatModel: Send + Sync {
     /// whole tool calls, native parts, usage, then `End`. Cancelling `cancel`
     /// stops the stream mid-way.
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream;
+}
+
+impl<M: ChatModel + ?Sized> ChatModel for std::sync::Arc<M> {
+    fn info(&self) -> ModelInfo {
+        (**self).info()
+    }
+
+    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        (**self).turn(request, cancel)
+    }
+}
+
+impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
+    fn info(&self) -> ModelInfo {
+        (**self).info()
+    }
+
+    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        (**self).turn(request, cancel)
+    }
 }
 
 /// A whole assistant turn, collected from its stream.

@@ -142,13 +142,7 @@ impl ScriptedModel {
 
 impl ChatModel for ScriptedModel {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            provider: "script".into(),
-            model: self.name.clone(),
-            location: ModelLocation::Local,
-            context_window: None,
-            sends_to: None,
-        }
+        ModelInfo::new("script", self.name.clone(), ModelLocation::Local)
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

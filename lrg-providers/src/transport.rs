@@ -8,12 +8,14 @@ use futures::StreamExt as _;
 use reqwest::header::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
+use crate::overflow;
 use crate::text::truncate;
 use crate::wire::{Decoder, Frame, Framer, Framing};
 use crate::{ApiKey, ProviderError, StopReason, TurnEvent, TurnStream};
 
 /// Timeouts of the shared transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TransportConfig {
     /// Time allowed to open the connection.
     pub connect_timeout: Duration,
@@ -27,6 +29,17 @@ impl Default for TransportConfig {
         Self {
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+impl TransportConfig {
+    /// Timeouts: `connect` to open the connection, `idle` between two chunks
+    /// of an answer.
+    pub fn new(connect: Duration, idle: Duration) -> Self {
+        Self {
+            connect_timeout: connect,
+            idle_timeout: idle,
         }
     }
 }
@@ -54,7 +67,7 @@ impl HttpTransport {
     }
 
     /// The underlying client, for building requests.
-    pub fn client(&self) -> &reqwest::Client {
+    pub(crate) fn client(&self) -> &reqwest::Client {
         &self.client
     }
 
@@ -66,7 +79,7 @@ impl HttpTransport {
     /// Send `request` and stream its answer through `decoder`.
     ///
     /// `key` is only used to scrub error text, in case a server echoes it.
-    pub fn stream(
+    pub(crate) fn stream(
         &self,
         request: reqwest::RequestBuilder,
         framing: Framing,
@@ -166,7 +179,7 @@ impl HttpTransport {
     }
 
     /// Send a request and read a whole JSON answer (model lists and the like).
-    pub async fn get_json(
+    pub(crate) async fn get_json(
         &self,
         request: reqwest::RequestBuilder,
         key: Option<&ApiKey>,
@@ -209,7 +222,7 @@ fn scrub(text: &str, key: Option<&ApiKey>) -> String {
 }
 
 /// Map a failure to send (connect, reset, DNS, TLS) to an error.
-pub fn send_error(e: &reqwest::Error, key: Option<&ApiKey>) -> ProviderError {
+pub(crate) fn send_error(e: &reqwest::Error, key: Option<&ApiKey>) -> ProviderError {
     let url = e
         .url()
         .map(|u| format!(" {}{}", u.host_str().unwrap_or(""), port_suffix(u)))
@@ -258,7 +271,7 @@ fn port_suffix(u: &reqwest::Url) -> String {
 }
 
 /// Map a non-2xx answer to an error, with the server's message and retry hint.
-pub fn status_error(
+pub(crate) fn status_error(
     status: u16,
     headers: &HeaderMap,
     body: &str,
@@ -268,7 +281,17 @@ pub fn status_error(
     let detail = error_detail(&body);
     let message = format!("HTTP {status}: {}", truncate(&detail, MAX_ERROR_BODY));
     let lower = detail.to_ascii_lowercase();
-    if is_context_overflow(&lower) {
+    let json = serde_json::from_str::<serde_json::Value>(&body).ok();
+    let code = json.as_ref().and_then(overflow::error_code);
+    // A rate limit or a server fault is never an overflow, whatever words
+    // its message uses (unless its code says so).
+    let retryable = matches!(status, 408 | 409 | 425 | 429 | 500..=599);
+    let overflow = if retryable {
+        code.is_some_and(|c| overflow::is_context_overflow(Some(c), ""))
+    } else {
+        overflow::is_context_overflow(code, &detail)
+    };
+    if overflow {
         return ProviderError::ContextOverflow { message };
     }
     match status {
@@ -290,21 +313,6 @@ pub fn status_error(
     }
 }
 
-fn is_context_overflow(lower: &str) -> bool {
-    [
-        "context_length_exceeded",
-        "context length",
-        "context window",
-        "maximum context",
-        "prompt is too long",
-        "too many tokens",
-        "exceeds the context",
-        "input is too long",
-    ]
-    .iter()
-    .any(|p| lower.contains(p))
-}
-
 /// The human part of an error body: `error.message` when it is JSON.
 fn error_detail(body: &str) -> String {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
@@ -323,7 +331,7 @@ fn error_detail(body: &str) -> String {
 
 /// Retry hint from `retry-after-ms`, `Retry-After` (seconds) or Gemini's
 /// `retryDelay` in the error body.
-pub fn retry_after(headers: &HeaderMap, body: &str) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap, body: &str) -> Option<Duration> {
     let header = |name: &str| {
         headers
             .get(name)

@@ -23,10 +23,10 @@ const MODEL: &str = "claude-test-1";
 fn config(base: &str) -> AnthropicConfig {
     AnthropicConfig::new(MODEL, ApiKey::new(KEY))
         .with_base_url(base)
-        .with_transport(TransportConfig {
-            connect_timeout: Duration::from_secs(2),
-            idle_timeout: Duration::from_secs(5),
-        })
+        .with_transport(TransportConfig::new(
+            Duration::from_secs(2),
+            Duration::from_secs(5),
+        ))
 }
 
 fn chat(base: &str) -> AnthropicChat {
@@ -250,10 +250,7 @@ async fn one_tool_call_is_assembled_from_fragments() {
     ));
     events.extend(message_end("tool_use", 25));
     serve(&server, sse(&events)).await;
-    let request = TurnRequest {
-        tools: vec![tool("read_file")],
-        ..ask("show main.rs")
-    };
+    let request = ask("show main.rs").tools(vec![tool("read_file")]);
     let got = turn(&chat(&server.uri()), request).await.unwrap();
     assert_eq!(got.text(), "Reading it.");
     assert_eq!(
@@ -330,10 +327,7 @@ async fn two_turns_send_thinking_back_unchanged_and_pair_every_result() {
     .await;
     let model = AnthropicChat::new(config(&server.uri()).with_thinking_budget(1_024)).unwrap();
 
-    let mut request = TurnRequest {
-        tools: vec![tool("read_file")],
-        ..ask("read a.txt and b.png")
-    };
+    let mut request = ask("read a.txt and b.png").tools(vec![tool("read_file")]);
     let first = turn(&model, request.clone()).await.unwrap();
     let redacted = json!({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT"});
     let signed = json!({"type": "thinking", "thinking": "Two files to read.", "signature": "sig-part-1+part-2"});
@@ -407,10 +401,7 @@ async fn another_models_thinking_is_not_sent() {
             Part::text("Earlier answer."),
         ],
     };
-    let request = TurnRequest {
-        messages: vec![Message::user("q1"), earlier, Message::user("q2")],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![Message::user("q1"), earlier, Message::user("q2")]);
     turn(&chat(&server.uri()), request).await.unwrap();
     let body = &bodies(&server).await[0];
     assert_eq!(
@@ -433,20 +424,17 @@ async fn only_the_newest_four_images_stay_attached() {
             data: vec![n].into(),
         })
     };
-    let request = TurnRequest {
-        messages: vec![
-            Message {
-                role: Role::User,
-                parts: vec![image(1), image(2), Part::text("first")],
-            },
-            Message::assistant("seen"),
-            Message {
-                role: Role::User,
-                parts: vec![image(3), image(4), image(5), image(6), Part::text("more")],
-            },
-        ],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![
+        Message {
+            role: Role::User,
+            parts: vec![image(1), image(2), Part::text("first")],
+        },
+        Message::assistant("seen"),
+        Message {
+            role: Role::User,
+            parts: vec![image(3), image(4), image(5), image(6), Part::text("more")],
+        },
+    ]);
     turn(&chat(&server.uri()), request).await.unwrap();
     let body = &bodies(&server).await[0];
     assert_eq!(
@@ -722,4 +710,27 @@ fn any_chunking_of_a_stream_decodes_the_same() {
     common::assert_any_chunking_decodes_the_same(&body, || {
         lrg_providers::anthropic::AnthropicDecoder::new(MODEL)
     });
+}
+
+#[tokio::test]
+async fn context_overflow_is_never_retried() {
+    let overflow = json!({"type": "error", "error": {"type": "invalid_request_error",
+        "message": "prompt is too long: 210000 tokens > 200000 maximum"}});
+    let server = MockServer::start().await;
+    common::assert_overflow_not_retried(
+        &chat(&server.uri()),
+        &server,
+        "/v1/messages",
+        ResponseTemplate::new(400).set_body_json(overflow.clone()),
+    )
+    .await;
+    // The same error inside a 200 stream.
+    let server = MockServer::start().await;
+    common::assert_overflow_not_retried(
+        &chat(&server.uri()),
+        &server,
+        "/v1/messages",
+        sse_response(sse(&[overflow])),
+    )
+    .await;
 }

@@ -24,10 +24,10 @@ const STREAM_PATH: &str = "/v1beta/models/gemini-2.5-flash:streamGenerateContent
 fn config(base: &str) -> GeminiConfig {
     GeminiConfig::new(MODEL, ApiKey::new(KEY))
         .with_base_url(base)
-        .with_transport(TransportConfig {
-            connect_timeout: Duration::from_secs(2),
-            idle_timeout: Duration::from_secs(5),
-        })
+        .with_transport(TransportConfig::new(
+            Duration::from_secs(2),
+            Duration::from_secs(5),
+        ))
 }
 
 fn chat(base: &str) -> GeminiChat {
@@ -176,10 +176,7 @@ async fn one_tool_call_with_its_id_and_signature() {
         20,
     )]);
     serve(&server, body).await;
-    let request = TurnRequest {
-        tools: vec![tool("read_file")],
-        ..ask("show main.rs")
-    };
+    let request = ask("show main.rs").tools(vec![tool("read_file")]);
     let got = turn(&chat(&server.uri()), request).await.unwrap();
     assert_eq!(
         got.parts,
@@ -250,10 +247,7 @@ async fn two_turns_send_signatures_back_on_their_parts_and_pair_every_response()
     serve(&server, text_stream(&["a.txt says hi; b.png is a dot."])).await;
     let model = chat(&server.uri());
 
-    let mut request = TurnRequest {
-        tools: vec![tool("read_file")],
-        ..ask("read a.txt and b.png")
-    };
+    let mut request = ask("read a.txt and b.png").tools(vec![tool("read_file")]);
     let first = turn(&model, request.clone()).await.unwrap();
     let calls: Vec<ToolCall> = first.tool_calls().into_iter().cloned().collect();
     assert_eq!(calls.len(), 2);
@@ -321,10 +315,7 @@ async fn another_models_signatures_are_not_sent() {
             }),
         ],
     };
-    let request = TurnRequest {
-        messages: vec![Message::user("q1"), earlier, Message::user("q2")],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![Message::user("q1"), earlier, Message::user("q2")]);
     turn(&chat(&server.uri()), request).await.unwrap();
     let body = &bodies(&server).await[0];
     assert_eq!(
@@ -344,20 +335,17 @@ async fn only_the_newest_four_images_stay_attached() {
             data: vec![n].into(),
         })
     };
-    let request = TurnRequest {
-        messages: vec![Message {
-            role: Role::User,
-            parts: vec![
-                image(1),
-                image(2),
-                image(3),
-                image(4),
-                image(5),
-                Part::text("five"),
-            ],
-        }],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![Message {
+        role: Role::User,
+        parts: vec![
+            image(1),
+            image(2),
+            image(3),
+            image(4),
+            image(5),
+            Part::text("five"),
+        ],
+    }]);
     turn(&chat(&server.uri()), request).await.unwrap();
     let parts = bodies(&server).await[0]["contents"][0]["parts"].clone();
     assert_eq!(parts[0], json!({"text": "[image omitted]"}));
@@ -679,4 +667,26 @@ fn any_chunking_of_a_stream_decodes_the_same() {
     common::assert_any_chunking_decodes_the_same(&body, || {
         lrg_providers::gemini::GeminiDecoder::new(MODEL)
     });
+}
+
+#[tokio::test]
+async fn context_overflow_is_never_retried() {
+    let overflow = json!({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+        "message": "The input token count (1200293) exceeds the maximum number of tokens allowed (1048576)."}});
+    let server = MockServer::start().await;
+    common::assert_overflow_not_retried(
+        &chat(&server.uri()),
+        &server,
+        STREAM_PATH,
+        ResponseTemplate::new(400).set_body_json(overflow.clone()),
+    )
+    .await;
+    let server = MockServer::start().await;
+    common::assert_overflow_not_retried(
+        &chat(&server.uri()),
+        &server,
+        STREAM_PATH,
+        sse_response(sse(&[overflow])),
+    )
+    .await;
 }

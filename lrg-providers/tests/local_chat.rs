@@ -320,13 +320,9 @@ fn conversation() -> Vec<Message> {
 }
 
 fn request() -> TurnRequest {
-    TurnRequest {
-        system: Some("You are a careful assistant working in the user's project.".into()),
-        messages: conversation(),
-        tools: tools(),
-        max_tokens: None,
-        temperature: None,
-    }
+    TurnRequest::new(conversation())
+        .system("You are a careful assistant working in the user's project.")
+        .tools(tools())
 }
 
 /// The rendered conversation as readable text.
@@ -377,11 +373,7 @@ fn engine_turn_carries_budget_temperature_and_seed() {
         (turn.max_tokens, turn.temperature, turn.seed),
         (4096, 0.3, Some(7))
     );
-    let turn = m.engine_turn(&TurnRequest {
-        max_tokens: Some(99),
-        temperature: Some(0.9),
-        ..request()
-    });
+    let turn = m.engine_turn(&request().max_tokens(99).temperature(0.9));
     assert_eq!((turn.max_tokens, turn.temperature), (99, 0.9));
 }
 
@@ -407,10 +399,7 @@ fn without_tools_only_a_reply_is_possible() {
     assert_eq!(branches.len(), 1);
     assert!(branches[0]["properties"].get("reply").is_some());
     let engine = FakeEngine::answering("", &[1], EngineStop::Done);
-    let turn = model(engine).engine_turn(&TurnRequest {
-        tools: vec![],
-        ..request()
-    });
+    let turn = model(engine).engine_turn(&request().tools(vec![]));
     let system = &turn.messages[0].content;
     assert!(
         !system.contains("# Tools") && system.contains("\"reply\""),
@@ -558,7 +547,7 @@ fn a_tool_that_cannot_be_shaped_is_left_out_not_fatal() {
     assert!(!serde_json::to_string(&schema).unwrap().contains("broken"));
     assert_eq!(schema["anyOf"].as_array().unwrap().len(), 8);
     let turn = model(FakeEngine::answering("", &[1], EngineStop::Done))
-        .engine_turn(&TurnRequest { tools, ..request() });
+        .engine_turn(&request().tools(tools));
     assert!(!turn.messages[0].content.contains("broken"));
 }
 
@@ -589,12 +578,8 @@ fn parallel_calls_are_interleaved_with_their_results() {
             result("zz", "list_dir", "stray", false),
         ]),
     ];
-    let turn = model(FakeEngine::answering("", &[1], EngineStop::Done)).engine_turn(&TurnRequest {
-        system: None,
-        messages,
-        tools: tools(),
-        ..Default::default()
-    });
+    let turn = model(FakeEngine::answering("", &[1], EngineStop::Done))
+        .engine_turn(&TurnRequest::new(messages).tools(tools()));
     insta::assert_snapshot!(show(&turn.messages[1..]), @r#"
     ===== User
     Read a and b.
@@ -623,22 +608,11 @@ async fn earlier_turns_render_as_the_json_the_model_wrote() {
         let engine = FakeEngine::answering(answer, &[3, 1, 5], EngineStop::Done);
         let m = model(engine.clone());
         let mut messages = vec![Message::user("go")];
-        let turn = run(
-            &m,
-            TurnRequest {
-                messages: messages.clone(),
-                tools: tools(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        let turn = run(&m, TurnRequest::new(messages.clone()).tools(tools()))
+            .await
+            .unwrap();
         messages.push(turn.into_message());
-        let next = m.engine_turn(&TurnRequest {
-            messages,
-            tools: tools(),
-            ..Default::default()
-        });
+        let next = m.engine_turn(&TurnRequest::new(messages).tools(tools()));
         assert_eq!(next.messages.last().unwrap().content, answer);
     }
 }
@@ -661,10 +635,8 @@ fn newest_two_images_are_attached_older_ones_become_placeholders() {
             parts: vec![image(3), image(4)],
         },
     ];
-    let turn = model(FakeEngine::answering("", &[1], EngineStop::Done)).engine_turn(&TurnRequest {
-        messages,
-        ..Default::default()
-    });
+    let turn = model(FakeEngine::answering("", &[1], EngineStop::Done))
+        .engine_turn(&TurnRequest::new(messages));
     insta::assert_snapshot!(show(&turn.messages[1..]), @r"
     ===== User (images [3, 4])
     [image omitted]
@@ -833,16 +805,9 @@ async fn call_ids_skip_ids_already_taken() {
             call("call_3", "list_dir", json!({"path": "."})),
         ],
     }];
-    let turn = run(
-        &model(engine),
-        TurnRequest {
-            messages,
-            tools: tools(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let turn = run(&model(engine), TurnRequest::new(messages).tools(tools()))
+        .await
+        .unwrap();
     assert_eq!(turn.tool_calls()[0].id, "call_4");
 }
 
@@ -1096,10 +1061,8 @@ fn tools_without_arguments_or_with_alternative_shapes_are_listed() {
         validator
             .is_valid(&json!({"analysis": "", "call": {"open": {"url": "https://example.com"}}}))
     );
-    let turn = model(FakeEngine::answering("", &[1], EngineStop::Done)).engine_turn(&TurnRequest {
-        tools,
-        ..Default::default()
-    });
+    let turn = model(FakeEngine::answering("", &[1], EngineStop::Done))
+        .engine_turn(&TurnRequest::default().tools(tools));
     let system = &turn.messages[0].content;
     let tools_section =
         &system[system.find("## now").unwrap()..system.find("# Answer format").unwrap()];

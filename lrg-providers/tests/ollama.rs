@@ -14,7 +14,7 @@ use lrg_providers::ollama::{OllamaChat, OllamaConfig};
 use lrg_providers::transport::TransportConfig;
 use lrg_providers::{
     ChatModel, Image, Message, ModelLocation, NativePart, Part, ProviderError, StopReason,
-    ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage,
+    ToolCall, ToolResult, ToolSpec, TurnEvent, Usage,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -25,10 +25,7 @@ const WAIT: Duration = Duration::from_secs(10);
 const MODEL: &str = "qwen3:8b";
 
 fn chat_with(base: &str, idle: Duration) -> OllamaChat {
-    let transport = TransportConfig {
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: idle,
-    };
+    let transport = TransportConfig::new(Duration::from_secs(2), idle);
     OllamaChat::new(
         OllamaConfig::new(base, MODEL)
             .with_temperature(0.6)
@@ -95,13 +92,11 @@ async fn thinking_then_text_with_usage() {
     )
     .await;
     let model = chat(&server.uri());
-    let got = turn(
-        &model,
-        TurnRequest {
-            temperature: None,
-            ..ask("hi")
-        },
-    )
+    let got = turn(&model, {
+        let mut request = ask("hi");
+        request.temperature = None;
+        request
+    })
     .await
     .unwrap();
     assert_eq!(
@@ -141,10 +136,8 @@ async fn tool_calls_get_ids_and_results_go_back_paired() {
     )
     .await;
     let model = chat(&server.uri());
-    let first = TurnRequest {
-        tools: vec![tool("get_weather", "city"), tool("get_time", "tz")],
-        ..ask("Weather and time?")
-    };
+    let first =
+        ask("Weather and time?").tools(vec![tool("get_weather", "city"), tool("get_time", "tz")]);
     let answer = turn(&model, first.clone()).await.unwrap();
     assert_eq!(answer.stop, Some(StopReason::ToolCalls));
     let calls: Vec<ToolCall> = answer.tool_calls().into_iter().cloned().collect();
@@ -196,10 +189,8 @@ async fn tool_calls_get_ids_and_results_go_back_paired() {
         ])),
     )
     .await;
-    let second = TurnRequest {
-        messages: history,
-        ..first
-    };
+    let mut second = first;
+    second.messages = history;
     let again = turn(&model, second).await.unwrap();
     // Ids stay unique across the conversation.
     assert_eq!(again.tool_calls()[0].id, "call_3");
@@ -405,4 +396,27 @@ async fn model_list_with_context_lengths_survives_a_failed_show() {
         .local_addr()
         .unwrap();
     assert!(!chat(&format!("http://{closed}")).reachable().await);
+}
+
+#[tokio::test]
+async fn context_overflow_is_never_retried() {
+    let server = MockServer::start().await;
+    common::assert_overflow_not_retried(
+        &chat(&server.uri()),
+        &server,
+        "/api/chat",
+        stream_ok(ndjson(&[
+            json!({"error": "the input length exceeds the context length"}),
+        ])),
+    )
+    .await;
+    let server = MockServer::start().await;
+    common::assert_overflow_not_retried(
+        &chat(&server.uri()),
+        &server,
+        "/api/chat",
+        ResponseTemplate::new(400)
+            .set_body_json(json!({"error": "the input length exceeds the context length"})),
+    )
+    .await;
 }

@@ -22,10 +22,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const KEY: &str = "sk-test-openai-0123456789abcdef";
 
 fn timeouts(idle: Duration) -> TransportConfig {
-    TransportConfig {
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: idle,
-    }
+    TransportConfig::new(Duration::from_secs(2), idle)
 }
 
 fn openai(base: &str) -> OpenAiChat {
@@ -77,12 +74,9 @@ async fn mount(server: &MockServer, response: ResponseTemplate) {
 }
 
 fn ask(text: &str) -> TurnRequest {
-    TurnRequest {
-        system: Some("You are terse.".into()),
-        messages: vec![Message::user(text)],
-        temperature: Some(0.7),
-        ..Default::default()
-    }
+    TurnRequest::new(vec![Message::user(text)])
+        .system("You are terse.")
+        .temperature(0.7)
 }
 
 fn png(tag: u8) -> Image {
@@ -187,15 +181,7 @@ async fn server_dialects_send_max_tokens_and_temperature() {
     )
     .await;
     let model = server_model(Dialect::LMSTUDIO, &server.uri());
-    turn(
-        &model,
-        TurnRequest {
-            max_tokens: Some(300),
-            ..ask("hi")
-        },
-    )
-    .await
-    .unwrap();
+    turn(&model, ask("hi").max_tokens(300)).await.unwrap();
     insta::assert_json_snapshot!("lmstudio_request", bodies(&server).await[0]);
 }
 
@@ -241,10 +227,7 @@ async fn one_tool_call_streamed_in_fragments() {
         ])),
     )
     .await;
-    let request = TurnRequest {
-        tools: vec![weather_tool()],
-        ..ask("Weather in Paris?")
-    };
+    let request = ask("Weather in Paris?").tools(vec![weather_tool()]);
     let all = events(&openai(&server.uri()), request).await;
     let all: Vec<TurnEvent> = all.into_iter().map(Result::unwrap).collect();
     assert_eq!(
@@ -286,10 +269,7 @@ async fn several_tool_calls_then_results_go_back_paired() {
     .await;
     let model = openai(&server.uri());
     let tools = vec![weather_tool(), time_tool()];
-    let first = TurnRequest {
-        tools: tools.clone(),
-        ..ask("Weather and time in Paris?")
-    };
+    let first = ask("Weather and time in Paris?").tools(tools.clone());
     let answer = turn(&model, first.clone()).await.unwrap();
     let calls: Vec<ToolCall> = answer.tool_calls().into_iter().cloned().collect();
     assert_eq!(
@@ -328,10 +308,8 @@ async fn several_tool_calls_then_results_go_back_paired() {
         ])),
     )
     .await;
-    let second = TurnRequest {
-        messages: history,
-        ..first
-    };
+    let mut second = first;
+    second.messages = history;
     assert_eq!(
         turn(&model, second).await.unwrap().text(),
         "18°C and clear."
@@ -394,11 +372,7 @@ async fn unpaired_history_is_repaired_and_schemas_are_portable() {
         }),
         annotations: Default::default(),
     };
-    let request = TurnRequest {
-        messages,
-        tools: vec![tool],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(messages).tools(vec![tool]);
     turn(&openai(&server.uri()), request).await.unwrap();
     let body = bodies(&server).await.remove(0);
     let text = body.to_string();
@@ -418,14 +392,11 @@ async fn openai_keeps_only_the_newest_four_images() {
         role: Role::User,
         parts: tags.iter().map(|t| Part::Image(png(*t))).collect(),
     };
-    let request = TurnRequest {
-        messages: vec![
-            images(&[1, 2, 3]),
-            Message::assistant("seen"),
-            images(&[4, 5, 6]),
-        ],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![
+        images(&[1, 2, 3]),
+        Message::assistant("seen"),
+        images(&[4, 5, 6]),
+    ]);
     turn(&openai(&server.uri()), request.clone()).await.unwrap();
     let body = bodies(&server).await.remove(0).to_string();
     assert_eq!(body.matches("data:image/png;base64").count(), 4);
@@ -714,4 +685,33 @@ fn missing_key_names_the_env_var() {
         matches!(err, ProviderError::Config { .. }) && err.to_string().contains("OPENAI_API_KEY"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn context_overflow_is_never_retried() {
+    // In the stream of a 200, with no code: the phrase decides (this one was
+    // once retried as a transient mid-answer failure).
+    let server = MockServer::start().await;
+    let body = format!(
+        "data: {}\n\n",
+        json!({"error": {"message": "Input is too long for requested model."}})
+    );
+    common::assert_overflow_not_retried(
+        &server_model(Dialect::VLLM, &server.uri()),
+        &server,
+        "/v1/chat/completions",
+        stream_ok(body),
+    )
+    .await;
+    // As an HTTP error with OpenAI's code.
+    let server = MockServer::start().await;
+    common::assert_overflow_not_retried(
+        &openai(&server.uri()),
+        &server,
+        "/v1/chat/completions",
+        ResponseTemplate::new(400).set_body_json(json!({"error": {
+            "message": "Your input exceeds the context window of this model.",
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})),
+    )
+    .await;
 }

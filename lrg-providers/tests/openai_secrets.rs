@@ -22,10 +22,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const KEY: &str = "sk-test-openai-0123456789abcdef";
 
 fn openai(base: &str) -> OpenAiChat {
-    let transport = TransportConfig {
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-    };
+    let transport = TransportConfig::new(Duration::from_secs(2), Duration::from_secs(5));
     let config = OpenAiConfig::new(Dialect::OPENAI, format!("{base}/v1"), "gpt-4.1")
         .with_api_key(ApiKey::new(KEY))
         .with_transport(transport);
@@ -42,10 +39,7 @@ fn stream_ok() -> ResponseTemplate {
 }
 
 async fn turn(model: &OpenAiChat) -> Result<AssistantTurn, ProviderError> {
-    let request = TurnRequest {
-        messages: vec![Message::user("hi")],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![Message::user("hi")]);
     tokio::time::timeout(
         Duration::from_secs(10),
         collect_turn(model.turn(request, CancellationToken::new())),

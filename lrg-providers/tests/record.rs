@@ -36,13 +36,10 @@ fn tools() -> Vec<ToolSpec> {
 }
 
 fn first_request() -> TurnRequest {
-    TurnRequest {
-        system: Some("You are terse.".into()),
-        messages: vec![Message::user("what is here?")],
-        tools: tools(),
-        temperature: Some(0.7),
-        ..Default::default()
-    }
+    TurnRequest::new(vec![Message::user("what is here?")])
+        .system("You are terse.")
+        .tools(tools())
+        .temperature(0.7)
 }
 
 async fn events(stream: TurnStream) -> Vec<Result<TurnEvent, ProviderError>> {

@@ -41,10 +41,7 @@ async fn the_key_is_sent_but_never_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("rec.json");
     let model = RecordingModel::create(OpenAiChat::new(config).unwrap(), &file).unwrap();
-    let request = TurnRequest {
-        messages: vec![Message::user("hello")],
-        ..Default::default()
-    };
+    let request = TurnRequest::new(vec![Message::user("hello")]);
 
     let turn = collect_turn(model.turn(request.clone(), CancellationToken::new()))
         .await

@@ -1,14 +1,14 @@
 //! Compaction: one tool-free turn that summarizes the conversation, which
 //! then replaces it.
 
-use lrg_providers::{Message, TurnRequest};
+use lrg_providers::{Message, ProviderError, TurnRequest};
 use tokio_util::sync::CancellationToken;
 
 use super::history::SUMMARY_PREFIX;
 use super::run::{TurnFailure, resolve, stream_turn};
 use super::{Shared, TurnOutcome};
 use crate::context;
-use crate::events::Event;
+use crate::events::{ErrorKind, Event};
 
 const INSTRUCTION: &str = "Summarize our conversation so far so that it can continue from your summary alone: \
 what I asked for, what was done (which tools were called and what they found or changed), \
@@ -21,7 +21,7 @@ pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> 
         Err(failure) => return failed(shared, failure),
     };
     let info = model.info();
-    let model_key = format!("{}:{}", info.provider, info.model);
+    let model_key = info.id();
     let mut messages = {
         let state = shared.lock();
         let overhead = state.overhead.get(&model_key).copied();
@@ -29,13 +29,7 @@ pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> 
         context::fit(&state.history, &budget).messages
     };
     messages.push(Message::user(INSTRUCTION));
-    let request = TurnRequest {
-        system: (shared.system_prompt)(&info, &[]),
-        messages,
-        tools: Vec::new(),
-        max_tokens: None,
-        temperature: None,
-    };
+    let request = TurnRequest::new(messages).system_opt((shared.system_prompt)(&info, &[]));
     let turn = match stream_turn(shared, model.as_ref(), &request, cancel, false).await {
         Ok(turn) => turn,
         Err(failure) => return failed(shared, failure),
@@ -43,11 +37,13 @@ pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> 
     drop(model);
     let summary = turn.text().trim().to_string();
     if summary.is_empty() {
-        let error =
-            "The model returned an empty summary; the conversation was kept as it was.".to_string();
+        let error = ProviderError::Other {
+            message: "The model returned an empty summary; the conversation was kept as it was."
+                .into(),
+        };
         shared.publish(Event::Error {
-            message: error.clone(),
-            kind: "compact".into(),
+            message: error.to_string(),
+            kind: ErrorKind::Compact,
         });
         return TurnOutcome::Failed { error };
     }
@@ -65,12 +61,11 @@ fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {
     match failure {
         TurnFailure::Stopped => TurnOutcome::Stopped,
         TurnFailure::Failed(error) => {
-            let message = format!("Could not compact the conversation: {error}");
             shared.publish(Event::Error {
-                message: message.clone(),
-                kind: error.kind().into(),
+                message: format!("Could not compact the conversation: {error}"),
+                kind: ErrorKind::of(&error),
             });
-            TurnOutcome::Failed { error: message }
+            TurnOutcome::Failed { error }
         }
     }
 }

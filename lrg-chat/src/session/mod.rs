@@ -30,12 +30,14 @@ use std::task::{Context, Poll};
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use lrg_providers::{Image, Message, ModelInfo, Part, RetryPolicy, Role, ToolSpec, Usage};
+use lrg_providers::{
+    Image, Message, ModelInfo, Part, ProviderError, RetryPolicy, Role, ToolSpec, Usage,
+};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::ContextPolicy;
-use crate::events::{Event, EventLog, Subscription};
+use crate::events::{ErrorKind, Event, EventLog, Subscription};
 use crate::model_source::ModelSource;
 use crate::permissions::{
     Answer, LongestIdArray, PermissionSettings, Permissions, SaveStatus, TargetCounter,
@@ -113,6 +115,7 @@ impl UserInput {
 
 /// How a message (or a compaction) ended.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum TurnOutcome {
     /// The model answered without further tool calls.
     Completed {
@@ -121,10 +124,12 @@ pub enum TurnOutcome {
     },
     /// The person stopped it.
     Stopped,
-    /// A fatal error ended it (also sent as an `error` event).
+    /// A fatal error ended it (also sent as an `error` event). A failure
+    /// that is not the model's (a panicking tool, an empty summary) comes as
+    /// [`ProviderError::Other`].
     Failed {
         /// What went wrong.
-        error: String,
+        error: ProviderError,
     },
     /// [`SessionConfig::max_steps`] model turns passed without a final answer.
     StepsExhausted,
@@ -163,7 +168,9 @@ impl Future for TurnHandle {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TurnOutcome> {
         Pin::new(&mut self.task).poll(cx).map(|r| {
             r.unwrap_or_else(|e| TurnOutcome::Failed {
-                error: format!("the session task failed: {e}"),
+                error: ProviderError::Other {
+                    message: format!("the session task failed: {e}"),
+                },
             })
         })
     }
@@ -489,10 +496,12 @@ impl ChatSession {
                         .map(|s| s.to_string())
                         .or_else(|| panic.downcast_ref::<String>().cloned())
                         .unwrap_or_else(|| "unknown panic".into());
-                    let error = format!("internal error while working on the message: {what}");
+                    let error = ProviderError::Other {
+                        message: format!("internal error while working on the message: {what}"),
+                    };
                     shared.publish(Event::Error {
-                        message: error.clone(),
-                        kind: "internal".into(),
+                        message: error.to_string(),
+                        kind: ErrorKind::Internal,
                     });
                     TurnOutcome::Failed { error }
                 }

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Shared, TurnOutcome, calls};
 use crate::context::{self, Budget};
-use crate::events::{DeltaKind, Event};
+use crate::events::{DeltaKind, ErrorKind, Event};
 use crate::permissions::is_offered;
 
 /// Why a model turn produced no answer.
@@ -51,7 +51,7 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             .filter(|s| is_offered(&settings, &s.name))
             .cloned()
             .collect();
-        let model_key = format!("{}:{}", info.provider, info.model);
+        let model_key = info.id();
         // Fitted under the lock: only what is sent gets cloned.
         let (fitted, budget) = {
             let state = shared.lock();
@@ -59,13 +59,9 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             let budget = shared.config.context.budget(&info, overhead);
             (context::fit(&state.history, &budget), budget)
         };
-        let request = TurnRequest {
-            system: (shared.system_prompt)(&info, &offered),
-            messages: fitted.messages,
-            tools: offered,
-            max_tokens: None,
-            temperature: None,
-        };
+        let request = TurnRequest::new(fitted.messages)
+            .system_opt((shared.system_prompt)(&info, &offered))
+            .tools(offered);
         let turn = match stream_turn(shared, model.as_ref(), &request, cancel, true).await {
             Ok(turn) => turn,
             Err(failure) => return failed(shared, failure),
@@ -113,7 +109,7 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             "Gave up after {steps} model turns without a final answer (the limit per message); \
              send another message to let it continue."
         ),
-        kind: "max_steps".into(),
+        kind: ErrorKind::MaxSteps,
     });
     TurnOutcome::StepsExhausted
 }
@@ -122,12 +118,11 @@ fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {
     match failure {
         TurnFailure::Stopped => TurnOutcome::Stopped,
         TurnFailure::Failed(error) => {
-            let message = error.to_string();
             shared.publish(Event::Error {
-                message: message.clone(),
-                kind: error.kind().into(),
+                message: error.to_string(),
+                kind: ErrorKind::of(&error),
             });
-            TurnOutcome::Failed { error: message }
+            TurnOutcome::Failed { error }
         }
     }
 }

@@ -447,7 +447,11 @@ fn stream_error(v: &Value) -> ProviderError {
         .unwrap_or("no message");
     let message = format!("Anthropic reported {kind}: {detail}");
     match kind {
-        "invalid_request_error" if detail.to_ascii_lowercase().contains("prompt is too long") => {
+        _ if crate::overflow::is_context_overflow(
+            v.pointer("/error/type").and_then(Value::as_str),
+            detail,
+        ) =>
+        {
             ProviderError::ContextOverflow { message }
         }
         "invalid_request_error" | "request_too_large" => ProviderError::BadRequest { message },

@@ -15,7 +15,7 @@
 //! // ANTHROPIC_API_KEY (and optionally ANTHROPIC_BASE_URL) from the environment.
 //! let config = AnthropicConfig::from_env("claude-sonnet-4-5")?.with_thinking_budget(2_048);
 //! let model = AnthropicChat::new(config)?;
-//! let request = TurnRequest { messages: vec![Message::user("Hello")], ..Default::default() };
+//! let request = TurnRequest::new(vec![Message::user("Hello")]);
 //! let turn = collect_turn(model.turn(request, Default::default())).await?;
 //! // Keep `turn.into_message()` in the history: its thinking blocks go back next turn.
 //! println!("{}", turn.text());
@@ -50,6 +50,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
 
 /// How to reach Anthropic and what to ask for.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct AnthropicConfig {
     /// Base URL without `/v1` (e.g. `https://api.anthropic.com`, or a proxy).
     pub base_url: String,
@@ -232,13 +233,13 @@ impl AnthropicChat {
 
 impl ChatModel for AnthropicChat {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            provider: PROVIDER.to_string(),
-            model: self.config.model.clone(),
-            location: ModelLocation::Cloud,
-            context_window: self.config.context_window,
-            sends_to: host_of(&self.base),
-        }
+        ModelInfo::new(
+            PROVIDER.to_string(),
+            self.config.model.clone(),
+            ModelLocation::Cloud,
+        )
+        .context_window(self.config.context_window)
+        .sends_to(host_of(&self.base))
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

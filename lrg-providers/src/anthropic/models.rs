@@ -44,13 +44,11 @@ fn parse_page(page: &Value, base: &str) -> Result<(Vec<ModelInfo>, Option<String
                 .iter()
                 .find_map(|f| m.get(*f).and_then(Value::as_u64))
                 .and_then(|n| u32::try_from(n).ok());
-            Some(ModelInfo {
-                provider: PROVIDER.to_string(),
-                model: id.to_string(),
-                location: ModelLocation::Cloud,
-                context_window: window,
-                sends_to: host_of(base),
-            })
+            Some(
+                ModelInfo::new(PROVIDER.to_string(), id.to_string(), ModelLocation::Cloud)
+                    .context_window(window)
+                    .sends_to(host_of(base)),
+            )
         })
         .collect();
     let more = page

@@ -14,7 +14,7 @@
 //!
 //! // GEMINI_API_KEY (or GOOGLE_API_KEY), and optionally GEMINI_BASE_URL.
 //! let model = GeminiChat::new(GeminiConfig::from_env("gemini-2.5-flash")?)?;
-//! let request = TurnRequest { messages: vec![Message::user("Hello")], ..Default::default() };
+//! let request = TurnRequest::new(vec![Message::user("Hello")]);
 //! let turn = collect_turn(model.turn(request, Default::default())).await?;
 //! println!("{}", turn.text());
 //! # Ok(()) }
@@ -48,6 +48,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
 
 /// How to reach Gemini and what to ask for.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct GeminiConfig {
     /// Base URL without `/v1beta`.
     pub base_url: String,
@@ -290,13 +291,13 @@ impl GeminiChat {
 
 impl ChatModel for GeminiChat {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            provider: PROVIDER.to_string(),
-            model: self.config.model_name().to_string(),
-            location: ModelLocation::Cloud,
-            context_window: self.config.context_window,
-            sends_to: host_of(&self.base),
-        }
+        ModelInfo::new(
+            PROVIDER.to_string(),
+            self.config.model_name().to_string(),
+            ModelLocation::Cloud,
+        )
+        .context_window(self.config.context_window)
+        .sends_to(host_of(&self.base))
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

@@ -55,16 +55,15 @@ fn parse_page(page: &Value, base: &str) -> Result<(Vec<ModelInfo>, Option<String
         .filter_map(|m| {
             let name = m.get("name").and_then(Value::as_str)?;
             let name = name.strip_prefix("models/").unwrap_or(name);
-            Some(ModelInfo {
-                provider: PROVIDER.to_string(),
-                model: name.to_string(),
-                location: ModelLocation::Cloud,
-                context_window: m
-                    .get("inputTokenLimit")
-                    .and_then(Value::as_u64)
-                    .and_then(|n| u32::try_from(n).ok()),
-                sends_to: host_of(base),
-            })
+            Some(
+                ModelInfo::new(PROVIDER.to_string(), name.to_string(), ModelLocation::Cloud)
+                    .context_window(
+                        m.get("inputTokenLimit")
+                            .and_then(Value::as_u64)
+                            .and_then(|n| u32::try_from(n).ok()),
+                    )
+                    .sends_to(host_of(base)),
+            )
         })
         .collect();
     let next = page

@@ -132,13 +132,12 @@ impl LocalChatModel {
 
 impl ChatModel for LocalChatModel {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            provider: self.provider.clone(),
-            model: self.engine.model_name(),
-            location: ModelLocation::Local,
-            context_window: Some(self.engine.context_window()),
-            sends_to: None,
-        }
+        ModelInfo::new(
+            self.provider.clone(),
+            self.engine.model_name(),
+            ModelLocation::Local,
+        )
+        .context_window(Some(self.engine.context_window()))
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

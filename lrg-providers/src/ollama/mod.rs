@@ -10,7 +10,7 @@
 //! for listed in model.list_models().await? {
 //!     println!("{} ({:?} tokens)", listed.model, listed.context_window);
 //! }
-//! let request = TurnRequest { messages: vec![Message::user("Hello")], ..Default::default() };
+//! let request = TurnRequest::new(vec![Message::user("Hello")]);
 //! let turn = collect_turn(model.turn(request, Default::default())).await?;
 //! println!("{}", turn.text());
 //! # Ok(()) }
@@ -36,6 +36,7 @@ pub const DEFAULT_HOST: &str = "http://127.0.0.1:11434";
 
 /// Settings of an [`OllamaChat`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OllamaConfig {
     /// The server, e.g. `http://127.0.0.1:11434` (no `/api`).
     pub base_url: String,
@@ -208,13 +209,9 @@ impl OllamaChat {
 
 impl ChatModel for OllamaChat {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            provider: "ollama".into(),
-            model: self.config.model.clone(),
-            location: ModelLocation::Server,
-            context_window: self.config.context_window,
-            sends_to: self.info_sends_to(),
-        }
+        ModelInfo::new("ollama", self.config.model.clone(), ModelLocation::Server)
+            .context_window(self.config.context_window)
+            .sends_to(self.info_sends_to())
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

@@ -73,12 +73,10 @@ pub(super) async fn list(chat: &OllamaChat) -> Result<Vec<ModelInfo>, ProviderEr
     Ok(names
         .into_iter()
         .zip(windows)
-        .map(|(model, context_window)| ModelInfo {
-            provider: "ollama".into(),
-            model,
-            location: ModelLocation::Server,
-            context_window,
-            sends_to: sends_to.clone(),
+        .map(|(model, context_window)| {
+            ModelInfo::new("ollama", model, ModelLocation::Server)
+                .context_window(context_window)
+                .sends_to(sends_to.clone())
         })
         .collect())
 }

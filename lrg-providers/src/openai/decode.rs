@@ -302,17 +302,7 @@ pub(crate) fn stream_error(error: &Value) -> ProviderError {
         .or_else(|| error.as_str())
         .map(str::to_string)
         .unwrap_or_else(|| error.to_string());
-    let lower = message.to_ascii_lowercase();
-    let overflow = [
-        "context length",
-        "context window",
-        "context_length_exceeded",
-        "maximum context",
-        "too many tokens",
-    ]
-    .iter()
-    .any(|p| lower.contains(p));
-    if overflow {
+    if crate::overflow::is_context_overflow(crate::overflow::error_code(error), &message) {
         return ProviderError::ContextOverflow { message };
     }
     // Mid-stream failures are the server's (a crashed runner, its own "error

@@ -34,6 +34,7 @@ pub enum ReasoningField {
 
 /// How one family of OpenAI-compatible servers speaks Chat Completions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Dialect {
     /// Short name, for logs and errors.
     pub name: &'static str,
@@ -119,6 +120,16 @@ impl Dialect {
 
     /// Any other OpenAI-compatible server, at a configured base URL.
     pub const GENERIC: Dialect = Self::SERVER;
+
+    /// A dialect for another OpenAI-compatible server: [`Dialect::GENERIC`]
+    /// under its own name and provider prefix.
+    pub const fn server(name: &'static str, provider: &'static str) -> Dialect {
+        Dialect {
+            name,
+            provider,
+            ..Self::SERVER
+        }
+    }
 
     const SERVER: Dialect = Dialect {
         name: "OpenAI-compatible server",

@@ -8,7 +8,7 @@
 //! use lrg_providers::{ChatModel, Message, TurnRequest, collect_turn};
 //!
 //! let model = OpenAiChat::new(OpenAiConfig::for_dialect(Dialect::LMSTUDIO, "qwen3-8b")?)?;
-//! let request = TurnRequest { messages: vec![Message::user("Hello")], ..Default::default() };
+//! let request = TurnRequest::new(vec![Message::user("Hello")]);
 //! let turn = collect_turn(model.turn(request, Default::default())).await?;
 //! println!("{}", turn.text());
 //! # Ok(()) }
@@ -36,6 +36,7 @@ use crate::{ApiKey, ChatModel, ModelInfo, ProviderError, TurnRequest, TurnStream
 
 /// Settings of an [`OpenAiChat`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OpenAiConfig {
     /// Which kind of server this is.
     pub dialect: Dialect,
@@ -203,13 +204,13 @@ impl OpenAiChat {
 
 impl ChatModel for OpenAiChat {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            provider: self.config.dialect.provider.to_string(),
-            model: self.config.model.clone(),
-            location: self.config.dialect.location,
-            context_window: self.config.context_window,
-            sends_to: sends_to(&self.config.base_url),
-        }
+        ModelInfo::new(
+            self.config.dialect.provider.to_string(),
+            self.config.model.clone(),
+            self.config.dialect.location,
+        )
+        .context_window(self.config.context_window)
+        .sends_to(sends_to(&self.config.base_url))
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

@@ -36,13 +36,15 @@ pub fn parse_models(
                 .iter()
                 .find_map(|p| entry.pointer(p).and_then(Value::as_u64))
                 .and_then(|n| u32::try_from(n).ok());
-            Some(ModelInfo {
-                provider: dialect.provider.to_string(),
-                model: id.to_string(),
-                location: dialect.location,
-                context_window,
-                sends_to: sends_to.clone(),
-            })
+            Some(
+                ModelInfo::new(
+                    dialect.provider.to_string(),
+                    id.to_string(),
+                    dialect.location,
+                )
+                .context_window(context_window)
+                .sends_to(sends_to.clone()),
+            )
         })
         .collect())
 }

@@ -205,9 +205,57 @@ pub async fn events(
 
 /// A one-message request with a short system prompt.
 pub fn ask(text: &str) -> lrg_providers::TurnRequest {
-    lrg_providers::TurnRequest {
-        system: Some("You are terse.".into()),
-        messages: vec![lrg_providers::Message::user(text)],
-        ..Default::default()
+    lrg_providers::TurnRequest::new(vec![lrg_providers::Message::user(text)])
+        .system("You are terse.")
+}
+
+/// One turn on `model` driven the way a session drives it: a transient error
+/// is retried (up to three times, at once), anything else ends it. Returns
+/// the last error, or `None` when a turn succeeded.
+pub async fn turn_with_retries(
+    model: &impl lrg_providers::ChatModel,
+    request: lrg_providers::TurnRequest,
+) -> Option<lrg_providers::ProviderError> {
+    let policy = lrg_providers::RetryPolicy {
+        max_retries: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+    };
+    let mut attempt = 0;
+    loop {
+        match turn(model, request.clone()).await {
+            Ok(_) => return None,
+            Err(e) if e.is_transient() && policy.allows(attempt + 1) => {
+                attempt += 1;
+                tokio::time::sleep(policy.delay(attempt, None)).await;
+            }
+            Err(e) => return Some(e),
+        }
     }
+}
+
+/// Mount `response` on `POST path`, expecting exactly one request, run a turn
+/// with retries, and check it failed as a context overflow without a retry.
+pub async fn assert_overflow_not_retried(
+    model: &impl lrg_providers::ChatModel,
+    server: &MockServer,
+    path: &str,
+    response: wiremock::ResponseTemplate,
+) {
+    use wiremock::matchers;
+    wiremock::Mock::given(matchers::method("POST"))
+        .and(matchers::path(path))
+        .respond_with(response)
+        .expect(1)
+        .mount(server)
+        .await;
+    let error = turn_with_retries(model, ask("hi")).await;
+    assert!(
+        matches!(
+            error,
+            Some(lrg_providers::ProviderError::ContextOverflow { .. })
+        ),
+        "{error:?}"
+    );
+    server.verify().await;
 }
