@@ -216,7 +216,9 @@ impl Drop for SessionRegistry {
         // Another registry (or process) may take these sessions over now.
         if let Some(store) = &self.store {
             for id in relock(&self.live).keys() {
-                store.release(id);
+                // The place is given back at once here (the future is
+                // dropped): a store that needs more does it on its own.
+                drop(store.release(id));
             }
         }
     }
@@ -278,7 +280,7 @@ impl SessionRegistry {
                 return Err(RegistryError::Busy(id));
             }
             // Rebuilt below from the store, on the model asked for.
-            self.evict(&id);
+            self.evict(&id).await;
             if self.store.is_none() {
                 return self
                     .create(
@@ -315,7 +317,7 @@ impl SessionRegistry {
             };
             return self.create(&request, how).await;
         }
-        self.make_room()?;
+        self.make_room().await?;
         let stored = store.resume(&id, self.config.resume_rows).await?;
         let mut meta = stored.meta.clone();
         meta.model = request.model.clone();
@@ -333,7 +335,7 @@ impl SessionRegistry {
     }
 
     async fn create(&self, request: &OpenRequest, how: OpenedHow) -> Result<Opened, RegistryError> {
-        self.make_room()?;
+        self.make_room().await?;
         let mut meta = SessionMeta::new(request.model.clone());
         meta.keys = request.keys.clone();
         meta.owner = request.owner.clone();
@@ -373,7 +375,7 @@ impl SessionRegistry {
 
     /// Evict the longest-idle keyed session that is not busy when the
     /// registry is full.
-    fn make_room(&self) -> Result<(), RegistryError> {
+    async fn make_room(&self) -> Result<(), RegistryError> {
         let victim = {
             let live = relock(&self.live);
             if live.len() < self.config.max_live {
@@ -386,7 +388,7 @@ impl SessionRegistry {
         };
         match victim {
             Some(id) => {
-                self.evict(&id);
+                self.evict(&id).await;
                 Ok(())
             }
             None => Err(RegistryError::Full(self.config.max_live)),
@@ -395,11 +397,10 @@ impl SessionRegistry {
 
     /// Drop a live session (its store keeps it) and give back its writer's
     /// place.
-    fn evict(&self, id: &SessionId) {
-        if relock(&self.live).remove(id).is_some()
-            && let Some(store) = &self.store
-        {
-            store.release(id);
+    async fn evict(&self, id: &SessionId) {
+        let removed = relock(&self.live).remove(id).is_some();
+        if removed && let Some(store) = &self.store {
+            store.release(id).await;
         }
     }
 
@@ -452,7 +453,7 @@ impl SessionRegistry {
 
     /// Evict every keyed session idle longer than [`RegistryConfig::idle`]
     /// (busy ones are not idle); returns how many.
-    pub fn evict_idle(&self) -> usize {
+    pub async fn evict_idle(&self) -> usize {
         let now = Instant::now();
         let idle: Vec<SessionId> = relock(&self.live)
             .iter()
@@ -464,7 +465,7 @@ impl SessionRegistry {
             .map(|(id, _)| id.clone())
             .collect();
         for id in &idle {
-            self.evict(id);
+            self.evict(id).await;
         }
         idle.len()
     }
@@ -480,7 +481,7 @@ impl SessionRegistry {
                 let Some(registry) = weak.upgrade() else {
                     return;
                 };
-                registry.evict_idle();
+                registry.evict_idle().await;
             }
         })
     }

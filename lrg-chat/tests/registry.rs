@@ -189,7 +189,7 @@ async fn idle_keyed_sessions_are_evicted_unkeyed_never() {
     say(&keyed.session, "hello").await;
     let unkeyed = open(&registry, OpenRequest::new(model())).await;
     tokio::time::sleep(Duration::from_millis(120)).await;
-    assert_eq!(registry.evict_idle(), 1);
+    assert_eq!(registry.evict_idle().await, 1);
     assert!(registry.get(&keyed.id).is_none());
     assert!(registry.get(&unkeyed.id).is_some());
     // Evicted to the store: its transcript is still there, and it resumes.
@@ -394,7 +394,7 @@ impl SessionStore for FullDisk {
     fn delete<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.0.delete(id)
     }
-    fn release(&self, id: &SessionId) {
+    fn release<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, ()> {
         self.0.release(id)
     }
 }

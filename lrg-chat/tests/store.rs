@@ -39,7 +39,7 @@ async fn two_exchanges(dir: &Path) -> (JsonlStore, lrg_chat::store::SessionMeta,
         .append(&meta.id, &exchange("b", 2), &state(2))
         .await
         .unwrap();
-    store.release(&meta.id);
+    store.release(&meta.id).await;
     let bytes = std::fs::read(store.path_of(&meta.id)).unwrap();
     (store, meta, bytes)
 }

@@ -547,8 +547,10 @@ impl SessionStore for JsonlStore {
         })
     }
 
-    fn release(&self, id: &SessionId) {
+    fn release<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, ()> {
+        // Dropping the writer closes the lock file, which frees the lock.
         relock(&self.open).remove(id);
+        Box::pin(async {})
     }
 }
 

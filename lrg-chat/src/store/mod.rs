@@ -18,6 +18,8 @@
 
 mod jsonl;
 mod keys;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod trim;
 
 use std::collections::HashSet;
@@ -30,6 +32,8 @@ use serde::{Deserialize, Serialize};
 
 pub use jsonl::JsonlStore;
 pub use keys::{KeyError, SessionKey, SessionKeys};
+#[cfg(feature = "postgres")]
+pub use postgres::PgStore;
 pub use trim::trim_start;
 
 /// The format version written in each session's header; a store refuses to
@@ -365,7 +369,10 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn delete<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Give back the writer's place (the session is evicted or ended here).
-    fn release(&self, id: &SessionId);
+    /// This handle stops writing the session at once; the returned future
+    /// completes when another process may take it (dropping it without
+    /// awaiting leaves that to the store, as a crash would).
+    fn release<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, ()>;
 
     /// The most recently changed session with exactly these keys.
     fn find<'a>(

@@ -287,7 +287,7 @@ pub async fn resume_trims_keeping_calls_paired(backend: &dyn Backend) {
             .unwrap();
         all.extend(rows);
     }
-    store.release(&meta.id);
+    store.release(&meta.id).await;
     let other = backend.store();
     let resumed = within(other.resume(&meta.id, 64)).await.unwrap();
     assert!(resumed.rows.len() <= 64, "{}", resumed.rows.len());
@@ -322,7 +322,7 @@ pub async fn one_writer_at_a_time(backend: &dyn Backend) {
     assert!(matches!(err, StoreError::Locked { .. }), "{err}");
     // Reading is not.
     within(second.load(&meta.id)).await.unwrap();
-    first.release(&meta.id);
+    first.release(&meta.id).await;
     let late = within(first.append(&meta.id, &exchange("x", 0), &state(1))).await;
     assert!(matches!(late, Err(StoreError::NotOpen(_))), "{late:?}");
     within(second.resume(&meta.id, 64)).await.unwrap();
@@ -372,7 +372,7 @@ pub async fn ten_thousand_rows(backend: &dyn Backend) {
     assert!(tool_pairing_errors(&loaded.rows).is_empty());
     let listed = within(store.list(&ListFilter::all())).await.unwrap();
     assert_eq!(listed[0].rows, n);
-    store.release(&meta.id);
+    store.release(&meta.id).await;
     let resumed = within(backend.store().resume(&meta.id, 64)).await.unwrap();
     assert_eq!(resumed.rows.len(), 64);
     assert!(tool_pairing_errors(&resumed.rows).is_empty());
