@@ -69,6 +69,15 @@ pub async fn open_store(args: &StoreArgs) -> Result<Arc<dyn SessionStore>, CliEr
     }
 }
 
+#[cfg(feature = "postgres")]
+async fn postgres(url: &str) -> Result<Arc<dyn SessionStore>, CliError> {
+    let store = lrg_chat::store::PgStore::connect(url)
+        .await
+        .map_err(CliError::failed)?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
 async fn postgres(_: &str) -> Result<Arc<dyn SessionStore>, CliError> {
     Err(usage!(
         "this lrg was built without PostgreSQL support: build it with `--features postgres`, \

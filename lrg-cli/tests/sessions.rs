@@ -111,8 +111,10 @@ fn bad_keys_and_stores_are_usage_errors() {
     );
     let r = ran(env
         .lrg()
-        .args(["sessions", "--store", "postgres://u:secret@db/x"]));
-    assert_eq!(r.code, 2, "{r:?}");
+        .args(["sessions", "--store", "postgres://u:secret@127.0.0.1:9/x"]));
+    // Built with PostgreSQL: nothing listens there; without: not supported.
+    let expected = if cfg!(feature = "postgres") { 1 } else { 2 };
+    assert_eq!(r.code, expected, "{r:?}");
     assert!(!r.stderr.contains("secret"), "{r:?}");
     // No place to keep them at all.
     let r = ran(env
