@@ -10,6 +10,7 @@
 //! and everything after it) is never touched. Independently, only the
 //! newest few images stay pixels.
 
+use lrg_providers::images::{count_images, replace_images};
 use lrg_providers::{Message, ModelInfo, ModelLocation, Part, Role};
 
 /// Characters per estimated token.
@@ -184,6 +185,19 @@ pub struct Fitted {
     pub fits: bool,
 }
 
+/// `messages` as `model` can take them: for a model that cannot see images,
+/// each image becomes a short note of what it was
+/// ([`lrg_providers::images::image_note`]), so the chat goes on.
+pub fn shown_to(model: &ModelInfo, messages: Vec<Message>) -> Vec<Message> {
+    if model.vision {
+        return messages;
+    }
+    match lrg_providers::images::describe_images(&messages) {
+        std::borrow::Cow::Borrowed(_) => messages,
+        std::borrow::Cow::Owned(described) => described,
+    }
+}
+
 /// Index of the first message of the last exchange: the last user message.
 pub fn last_exchange_start(messages: &[Message]) -> usize {
     messages
@@ -262,7 +276,7 @@ pub fn fit(history: &[Message], budget: &Budget) -> Fitted {
                 let mut left = drop_images[i];
                 Message {
                     role: message.role,
-                    parts: replace_images(&message.parts, &mut left),
+                    parts: replace_images(&message.parts, &mut left, &|_| IMAGE_PLACEHOLDER.into()),
                 }
             } else {
                 message.clone()
@@ -302,17 +316,6 @@ fn strip_results(message: &Message) -> Message {
     }
 }
 
-fn count_images(parts: &[Part]) -> usize {
-    parts
-        .iter()
-        .map(|p| match p {
-            Part::Image(_) => 1,
-            Part::ToolResult(r) => count_images(&r.parts),
-            _ => 0,
-        })
-        .sum()
-}
-
 /// How many images to replace in each message (its oldest ones) so only the
 /// newest `keep` stay. Images of the last exchange (from `protected` on)
 /// always stay and count towards `keep`.
@@ -328,26 +331,6 @@ fn images_to_drop(messages: &[Message], protected: usize, keep: usize) -> Vec<us
         seen += count;
     }
     drop
-}
-
-/// `parts` with the first `left` images (in reading order, tool results'
-/// images included) replaced by [`IMAGE_PLACEHOLDER`].
-fn replace_images(parts: &[Part], left: &mut usize) -> Vec<Part> {
-    parts
-        .iter()
-        .map(|part| match part {
-            Part::Image(_) if *left > 0 => {
-                *left -= 1;
-                Part::text(IMAGE_PLACEHOLDER)
-            }
-            Part::ToolResult(r) if *left > 0 => {
-                let mut r = r.clone();
-                r.parts = replace_images(&r.parts, left);
-                Part::ToolResult(r)
-            }
-            other => other.clone(),
-        })
-        .collect()
 }
 
 #[cfg(test)]

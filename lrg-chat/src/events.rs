@@ -40,6 +40,12 @@ use tokio::sync::watch;
 use crate::permissions::{Answer, ApprovalReason, PermissionSettings};
 use crate::tools::ToolClass;
 
+/// The version of the event schema. Front ends that write events out (the
+/// CLI's `--json` header line, say) state it, so a reader can tell which
+/// fields to expect; it changes only if a field is ever renamed or removed
+/// (fields are only added).
+pub const EVENTS_SCHEMA_VERSION: u32 = 1;
+
 /// How far (in events) a live subscriber may fall behind before it is sent
 /// [`Event::Resync`] and dropped.
 pub const LAG_LIMIT: u64 = 1024;
@@ -124,9 +130,10 @@ pub enum Event {
         ok: bool,
         /// Its text output (or error message).
         text: String,
-        /// How many images it returned.
-        #[serde(default, skip_serializing_if = "is_zero")]
-        images: usize,
+        /// The images it returned, described; the bytes are fetched
+        /// separately (over HTTP: `GET …/images/{call_id}/{index}`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageDescriptor>,
     },
     /// The call never ran; the model is told why.
     ToolSkipped {
@@ -197,6 +204,46 @@ pub enum Event {
     /// Sent to a subscriber that fell too far behind, just before its stream
     /// ends: reconnect with `after=` the last `seq` seen.
     Resync,
+}
+
+/// One image of a tool result, as `tool_done` describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ImageDescriptor {
+    /// Its position among the result's images, from 0.
+    pub index: usize,
+    /// MIME type, e.g. `image/png`.
+    pub mime: String,
+    /// Size of the encoded image in bytes.
+    pub bytes: usize,
+}
+
+impl ImageDescriptor {
+    /// The image at `index`, of type `mime`, `bytes` long.
+    pub fn new(index: usize, mime: impl Into<String>, bytes: usize) -> Self {
+        Self {
+            index,
+            mime: mime.into(),
+            bytes,
+        }
+    }
+
+    /// Describe the images among `parts`, in order.
+    pub fn of_parts(parts: &[lrg_providers::Part]) -> Vec<Self> {
+        parts
+            .iter()
+            .filter_map(|p| match p {
+                lrg_providers::Part::Image(image) => Some(image),
+                _ => None,
+            })
+            .enumerate()
+            .map(|(index, image)| Self {
+                index,
+                mime: image.mime.clone(),
+                bytes: image.data.len(),
+            })
+            .collect()
+    }
 }
 
 /// Which stream a [`Event::Delta`] belongs to.
@@ -345,7 +392,7 @@ impl Default for EventLog {
 fn lock(state: &Mutex<LogState>) -> MutexGuard<'_, LogState> {
     // Every critical section leaves the state consistent (pushes and
     // counters), so a poisoned lock is safe to reuse.
-    state.lock().unwrap_or_else(|p| p.into_inner())
+    lrg_providers::sync::lock(state)
 }
 
 impl EventLog {

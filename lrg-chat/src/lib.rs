@@ -2,11 +2,13 @@
 
 pub mod context;
 pub mod events;
+pub mod http;
 pub mod model_source;
 pub mod permissions;
 pub mod registry;
 pub mod session;
 pub mod store;
+pub mod testing;
 pub mod tools;
 pub mod transcript;
 

@@ -111,3 +111,50 @@ async fn before_any_usage_the_overhead_is_assumed() {
     assert_eq!(result_text(&model.requests()[2], 2), RESULT_PLACEHOLDER);
     assert_pairing(&session);
 }
+
+/// A scripted model that cannot see images.
+struct Blind(ScriptedModel);
+
+impl ChatModel for Blind {
+    fn info(&self) -> ModelInfo {
+        self.0.info().vision(false)
+    }
+
+    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        self.0.turn(request, cancel)
+    }
+}
+
+#[tokio::test]
+async fn a_model_without_vision_gets_a_note_per_image_and_the_chat_goes_on() {
+    let model = ScriptedModel::new(vec![
+        calls(&[("snapshot", json!({}))]),
+        reply("I cannot see it, but a picture was taken."),
+    ]);
+    let tools = TestTools::new();
+    let session = ChatSession::builder(Arc::new(FixedModel::new(Blind(model.clone()))))
+        .tools(tools.host.clone())
+        .build();
+    let outcome = finish(session.send("take a picture").unwrap()).await;
+    assert!(
+        matches!(outcome, lrg_chat::TurnOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let second = &model.requests()[1];
+    let Part::ToolResult(result) = &second.messages[2].parts[0] else {
+        panic!("{second:?}")
+    };
+    assert_eq!(
+        result.parts,
+        [
+            Part::text("a picture"),
+            Part::text("[image/png 4 bytes, not shown to this model]")
+        ]
+    );
+    // The session keeps the image itself, for a model that can see it.
+    let history = session.history();
+    let Part::ToolResult(kept) = &history[2].parts[0] else {
+        panic!()
+    };
+    assert!(matches!(kept.parts[1], Part::Image(_)));
+}

@@ -7,7 +7,9 @@ mod session_support;
 use std::sync::Arc;
 
 use lrg_chat::Answer;
-use lrg_chat::events::{DeltaKind, Event, EventLog, LAG_LIMIT, LogEntry, SkipReason};
+use lrg_chat::events::{
+    DeltaKind, Event, EventLog, ImageDescriptor, LAG_LIMIT, LogEntry, SkipReason,
+};
 use lrg_chat::permissions::{ApprovalReason, Mode, PermissionSettings};
 use lrg_chat::tools::ToolClass;
 use serde_json::json;
@@ -300,7 +302,7 @@ fn wire_format_of_every_event() {
             call_id: "c1".into(),
             ok: true,
             text: "deleted 2 notes".into(),
-            images: 0,
+            images: vec![ImageDescriptor::new(0, "image/png", 68)],
         },
         Event::ToolSkipped {
             call_id: "c2".into(),

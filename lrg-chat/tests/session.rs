@@ -104,6 +104,36 @@ async fn destructive_call_allowed_for_this_chat() {
 }
 
 #[tokio::test]
+async fn clear_forgets_this_chat_grants() {
+    let (session, _, tools) = session_with(
+        vec![
+            calls(&[("delete_notes", json!({"ids": [1]}))]),
+            reply("Done."),
+            calls(&[("delete_notes", json!({"ids": [2]}))]),
+            reply("Done again."),
+        ],
+        Arc::new(Permissions::default()),
+    );
+    let mut sub = session.subscribe(0);
+    let handle = session.send("delete note 1").unwrap();
+    let id = next_approval(&mut sub).await;
+    session.answer_approval(&id, Answer::ThisChat).unwrap();
+    finish(handle).await;
+    session.clear().unwrap();
+    // A cleared chat is a new chat: the same tool asks again.
+    let handle = session.send("delete note 2").unwrap();
+    let id = next_approval(&mut sub).await;
+    session.answer_approval(&id, Answer::Once).unwrap();
+    finish(handle).await;
+    assert_eq!(tools.calls().len(), 2);
+    let asked = log(&session)
+        .iter()
+        .filter(|e| e["type"] == "approval_needed")
+        .count();
+    assert_eq!(asked, 2, "the grant did not outlive clear()");
+}
+
+#[tokio::test]
 async fn destructive_call_allowed_always() {
     let (session, tools, permissions) = destructive_answered(Answer::Always, true).await;
     assert_eq!(tools.calls().len(), 2);
@@ -463,11 +493,14 @@ async fn images_from_tools_are_kept_in_the_history() {
     let Part::ToolResult(r) = &session.history()[2].parts[0] else {
         panic!()
     };
-    assert!(matches!(r.parts[1], Part::Image(_)));
+    let Part::Image(image) = &r.parts[1] else {
+        panic!("{r:?}")
+    };
+    let descriptor = json!([{"index": 0, "mime": image.mime, "bytes": image.data.len()}]);
     let log = log(&session);
     assert!(
         log.iter()
-            .any(|e| e["type"] == "tool_done" && e["images"] == 1),
+            .any(|e| e["type"] == "tool_done" && e["images"] == descriptor),
         "{log:?}"
     );
     assert_pairing(&session);

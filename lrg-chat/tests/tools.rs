@@ -674,21 +674,19 @@ async fn collisions_rust_first_then_servers_in_order() {
 async fn a_server_that_cannot_start_does_not_take_the_others_down() {
     within(async {
         let host = ToolHost::new();
-        let config = McpConfig {
-            servers: vec![
-                (
-                    "missing".into(),
-                    McpServerConfig::Stdio(StdioServerConfig::new("/nonexistent/mcp-server")),
+        let config = McpConfig::new(vec![
+            (
+                "missing".into(),
+                McpServerConfig::Stdio(StdioServerConfig::new("/nonexistent/mcp-server")),
+            ),
+            (
+                "exits".into(),
+                McpServerConfig::Stdio(
+                    StdioServerConfig::new("sh").args(["-c", "echo broken config >&2; exit 1"]),
                 ),
-                (
-                    "exits".into(),
-                    McpServerConfig::Stdio(
-                        StdioServerConfig::new("sh").args(["-c", "echo broken config >&2; exit 1"]),
-                    ),
-                ),
-                ("test".into(), stdio_server()),
-            ],
-        };
+            ),
+            ("test".into(), stdio_server()),
+        ]);
         let failures = host.add_mcp_config(&config).await;
         let failed: Vec<&str> = failures.iter().map(|f| f.server.as_str()).collect();
         assert_eq!(failed, ["missing", "exits"]);
@@ -790,6 +788,25 @@ fn dropping_the_runtime_first_still_stops_the_server() {
         std::thread::sleep(Duration::from_millis(100));
     }
     panic!("the server process {pid} still runs");
+}
+
+#[test]
+fn disabled_servers_are_named_not_configured() {
+    let config = McpConfig::from_json(
+        r#"{"mcpServers": {
+            "on": {"command": "a"},
+            "off": {"command": "b", "disabled": true},
+            "half_written": {"disabled": true}
+        }}"#,
+    )
+    .unwrap();
+    let names: Vec<&str> = config.servers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["on"]);
+    assert_eq!(config.disabled, ["off", "half_written"]);
+    let twice = McpConfig::from_json(
+        r#"{"mcpServers": {"x": {"command": "a", "disabled": true}, "x": {"command": "b"}}}"#,
+    );
+    assert!(twice.is_err());
 }
 
 #[test]

@@ -52,8 +52,8 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
     eprintln!(
         "{}",
         style.dim(&format!(
-            "lrg chat — {}:{}, {tools} tool(s). /help for commands, Ctrl-D to quit.",
-            ready.info.provider, ready.info.model
+            "lrg chat — {}, {tools} tool(s). /help for commands, Ctrl-D to quit.",
+            ready.info.id()
         ))
     );
     let mut running = Running::start_after(

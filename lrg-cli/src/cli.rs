@@ -1,8 +1,10 @@
 //! The command line, as clap reads it.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use lrg_providers::text_tools::ToolMode;
 
 /// The exit codes, shown in `--help` and the README.
 pub const EXIT_CODES: &str = "\
@@ -22,6 +24,7 @@ Models (--model provider:model, default $LRG_MODEL, else the first local server 
   server:my-model               your OpenAI-compatible host (--base-url or $LRG_SERVER_URL;
                                 key, if it wants one, in $LRG_SERVER_API_KEY)
   llama:/path/to/model.gguf     llama.cpp in this process
+  mlx:/path/to/model-dir        MLX through a Python sidecar ($LRG_MLX_PYTHON, else python3)
   script:turns.json             a ScriptedModel file (scripted answers)
   replay:recording.json         a recording made with --record";
 
@@ -53,11 +56,21 @@ pub enum Command {
     /// List, show and delete kept chats (`run`/`chat --session KEY`)
     #[command(after_help = EXIT_CODES)]
     Sessions(SessionsArgs),
+    /// Serve the chat page and the HTTP API (/v1/chat/*); prints the page URL
+    ///
+    /// Opens a first chat and prints its page URL (the chat token is in the fragment). More
+    /// chats are opened with POST /v1/chat/sessions and the agent token: $LRG_AGENT_TOKEN, or
+    /// a fresh one written to a file only you can read, whose path is printed.
+    #[command(after_help = format!("{MODEL_HELP}\n\n{EXIT_CODES}"))]
+    Serve(ServeArgs),
     /// Serve a small demo MCP server (notes) over stdio, for trying lrg offline
     ///
     /// `--mcp 'lrg demo-server'` starts it from this same binary.
     #[command(after_help = EXIT_CODES)]
     DemoServer,
+    /// Run scenario files as a regression suite (tool calls, replies, recordings; JUnit for CI)
+    #[command(after_help = TEST_EXIT_CODES)]
+    Test(TestArgs),
 }
 
 /// Which model answers.
@@ -76,6 +89,11 @@ pub struct ModelArgs {
     /// address for ollama: and lmstudio:
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// How tools reach an OpenAI-compatible server (server:, lmstudio:): native (default), auto
+    /// (by the model's family; calls the model writes as text are read too), or a text format:
+    /// hermes, qwen3-coder, mistral, llama3, harmony, granite, deepseek, pythonic, markdown-json
+    #[arg(long, value_name = "FORMAT")]
+    pub tool_format: Option<ToolMode>,
 }
 
 /// Where the tools come from.
@@ -116,15 +134,19 @@ pub enum ModeArg {
 /// Permission settings for this run (kept in memory, never written).
 #[derive(Debug, Clone, Args)]
 pub struct PermissionArgs {
-    /// Which tool calls run without asking
-    #[arg(long, value_enum, value_name = "MODE", default_value = "auto_read")]
-    pub mode: ModeArg,
+    /// Which tool calls run without asking [default: the settings file's, else auto_read]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<ModeArg>,
     /// Let TOOL run without asking (repeatable)
     #[arg(long, value_name = "TOOL")]
     pub allow: Vec<String>,
     /// Never offer TOOL to the model (repeatable)
     #[arg(long, value_name = "TOOL")]
     pub deny: Vec<String>,
+    /// The permission settings file, where "always" answers are kept
+    /// [default: $XDG_CONFIG_HOME/lrg/permissions.json or the platform's config dir]
+    #[arg(long, value_name = "FILE")]
+    pub permissions: Option<PathBuf>,
 }
 
 /// `lrg run`.
@@ -277,4 +299,82 @@ pub enum SessionsAction {
         /// The chat's key (as given to --session)
         key: String,
     },
+}
+
+/// `lrg serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
+    /// The system prompt of each chat
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Model turns allowed per message
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+    /// The port to listen on (0: any free port)
+    #[arg(long, value_name = "N", default_value_t = 8377)]
+    pub port: u16,
+    /// The address to listen on; anything but loopback needs --allow-remote
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Allow --bind to a non-loopback address: anyone who can reach it and holds a token
+    /// can make the model work your tools
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Open the page in a browser
+    #[arg(long)]
+    pub open: bool,
+}
+
+/// The exit codes of `lrg test`.
+pub const TEST_EXIT_CODES: &str = "\
+Scenario files: TOML or YAML, one case or several (`cases`); `lrg test --schema` prints the format.
+A folder is searched for *.test.toml, *.test.yaml and *.test.yml.
+
+Exit codes:
+  0  every case passed
+  1  a case failed (or could not run)
+  2  a bad scenario file (named with its line and field) or bad usage";
+
+/// `lrg test`.
+#[derive(Debug, Clone, Args)]
+pub struct TestArgs {
+    /// Scenario files, or folders to search for them (default: the current folder)
+    #[arg(value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+    /// Cases run at once (default: the number of CPUs, at most 8)
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Run only the cases whose FILE::NAME contains TEXT
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+    /// Write a JUnit XML report to FILE
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Print the results as JSON on stdout (the human report goes to stderr)
+    #[arg(long)]
+    pub json: bool,
+    /// Re-record each case's `recording` against its real model (or --model)
+    #[arg(long)]
+    pub record: bool,
+    /// With --record: record even under CI
+    #[arg(long, requires = "record")]
+    pub force: bool,
+    /// With --record: the model to record with, instead of the case's
+    #[arg(short, long, value_name = "PROVIDER:MODEL")]
+    pub model: Option<String>,
+    /// Run each case N times (for models that are not deterministic)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// With --repeat: a case passes when at least K runs pass (default: all)
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_pass: Option<u32>,
+    /// Print the JSON Schema of scenario files and exit
+    #[arg(long)]
+    pub schema: bool,
 }

@@ -58,7 +58,7 @@ impl Notes {
     }
 
     fn notes(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, String>> {
-        self.notes.lock().unwrap_or_else(|p| p.into_inner())
+        lrg_providers::sync::lock(&self.notes)
     }
 }
 

@@ -6,6 +6,7 @@ mod approve;
 mod chat;
 mod cli;
 mod demo_server;
+mod engines;
 mod exit;
 mod input;
 mod local;
@@ -14,9 +15,11 @@ mod printer;
 mod providers;
 mod resolve;
 mod run;
+mod serve;
 mod sessions;
 mod setup;
 mod signals;
+mod test;
 mod tools;
 
 use std::process::ExitCode;
@@ -46,7 +49,9 @@ fn main() -> ExitCode {
             Command::Models(args) => models::models(args).await,
             Command::Tools(args) => tools::tools(args).await,
             Command::Sessions(args) => sessions::sessions(args).await,
+            Command::Serve(args) => serve::serve(args).await,
             Command::DemoServer => demo_server::serve().await,
+            Command::Test(args) => test::test(args).await,
         }
     });
     // Child MCP servers and blocking stdin readers must not keep us alive.

@@ -9,6 +9,7 @@ pub async fn models(args: ModelsArgs) -> Result<Exit, CliError> {
     let model_args = ModelArgs {
         model: None,
         base_url: args.base_url.clone(),
+        tool_format: None,
     };
     let all = crate::providers::list_all(&model_args).await;
     if args.json {

@@ -1,20 +1,16 @@
-//! Showing a session's events: as JSON lines, or as a streamed reply on
-//! stdout with tool activity on stderr.
+//! Showing a session's events. Each output format is a type of its own
+//! ([`JsonLines`], [`Human`]) behind the [`Output`] trait; the [`Printer`]
+//! feeds one of them and answers approval questions, whatever the format.
 
 use std::collections::HashMap;
 use std::io::Write as _;
 
 use lrg_chat::ChatSession;
-use lrg_chat::events::{DeltaKind, Event, LogEntry};
+use lrg_chat::events::{DeltaKind, EVENTS_SCHEMA_VERSION, Event, LogEntry};
 use lrg_chat::tools::ToolClass;
 use serde_json::Value;
 
 use crate::approve::{Approver, Question};
-
-/// The version of the JSON-lines output: the first line of `--json` says
-/// `{"type":"lrg_events","version":N,...}`; the lines after it are the
-/// library's events ([`LogEntry`]), whose fields are only ever added to.
-pub const EVENTS_SCHEMA_VERSION: u32 = 1;
 
 /// ANSI styling, on only when the stream is a terminal.
 #[derive(Debug, Clone, Copy)]
@@ -71,76 +67,139 @@ struct Call {
     arguments: Value,
 }
 
-/// Prints events and answers approval questions as they arrive.
-pub struct Printer {
-    format: Format,
-    session: ChatSession,
-    approver: Approver,
+/// The calls seen so far, by id: for tool names in the output and for
+/// approval questions.
+#[derive(Default)]
+struct Calls(HashMap<String, Call>);
+
+impl Calls {
+    fn track(&mut self, event: &Event) {
+        if let Event::ToolCall {
+            call_id,
+            tool,
+            class,
+            arguments,
+            ..
+        } = event
+        {
+            self.0.insert(
+                call_id.clone(),
+                Call {
+                    tool: tool.clone(),
+                    class: *class,
+                    arguments: arguments.clone(),
+                },
+            );
+        }
+    }
+
+    fn tool_name(&self, call_id: &str) -> String {
+        self.0
+            .get(call_id)
+            .map_or_else(|| call_id.to_string(), |c| c.tool.clone())
+    }
+}
+
+/// One output format.
+trait Output: Send {
+    /// What to print before the first event.
+    fn header(&self, _model: &str) {}
+
+    /// Show one event.
+    fn show(&mut self, entry: &LogEntry, calls: &Calls);
+
+    /// End whatever line is open.
+    fn finish_line(&mut self) {}
+}
+
+/// `--json`: a header line, then every event as a JSON line on stdout.
+struct JsonLines;
+
+impl Output for JsonLines {
+    fn header(&self, model: &str) {
+        // A struct, not a map, so `type` comes first as in every event line.
+        #[derive(serde::Serialize)]
+        struct Header<'a> {
+            r#type: &'static str,
+            version: u32,
+            model: &'a str,
+        }
+        let header = Header {
+            r#type: "lrg_events",
+            version: EVENTS_SCHEMA_VERSION,
+            model,
+        };
+        let header = serde_json::to_string(&header).unwrap_or_default();
+        println!("{header}");
+    }
+
+    fn show(&mut self, entry: &LogEntry, _calls: &Calls) {
+        if let Ok(line) = serde_json::to_string(entry) {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+    }
+}
+
+/// For a person: the reply streamed on stdout, tool activity on stderr.
+struct Human {
     err: Style,
-    calls: HashMap<String, Call>,
     /// Whether stdout is at the start of a line.
     out_at_line_start: bool,
     /// Whether reasoning is being streamed on stderr (needs a newline after).
     reasoning_open: bool,
 }
 
+/// Prints events and answers approval questions as they arrive.
+pub struct Printer {
+    output: Box<dyn Output>,
+    session: ChatSession,
+    approver: Approver,
+    err: Style,
+    calls: Calls,
+}
+
 impl Printer {
     /// A printer for `session`'s events.
     pub fn new(format: Format, session: ChatSession, approver: Approver) -> Self {
         use std::io::IsTerminal as _;
+        let err = Style {
+            ansi: std::io::stderr().is_terminal(),
+        };
+        let output: Box<dyn Output> = match format {
+            Format::Json => Box::new(JsonLines),
+            Format::Plain => Box::new(Human {
+                err,
+                out_at_line_start: true,
+                reasoning_open: false,
+            }),
+        };
         Self {
-            format,
+            output,
             session,
             approver,
-            err: Style {
-                ansi: std::io::stderr().is_terminal(),
-            },
-            calls: HashMap::new(),
-            out_at_line_start: true,
-            reasoning_open: false,
+            err,
+            calls: Calls::default(),
         }
     }
 
-    /// Print the first line of JSON output (no-op in plain mode).
+    /// Print what comes before the first event (the JSON header line).
     pub fn header(&self, model: &str) {
-        if self.format == Format::Json {
-            // A struct, not a map, so `type` comes first as in every event line.
-            #[derive(serde::Serialize)]
-            struct Header<'a> {
-                r#type: &'static str,
-                version: u32,
-                model: &'a str,
-            }
-            let header = Header {
-                r#type: "lrg_events",
-                version: EVENTS_SCHEMA_VERSION,
-                model,
-            };
-            let header = serde_json::to_string(&header).unwrap_or_default();
-            println!("{header}");
-        }
+        self.output.header(model);
     }
 
     /// Show one event; answer it when it is an approval question.
     pub async fn handle(&mut self, entry: &LogEntry) {
-        match self.format {
-            Format::Json => {
-                if let Ok(line) = serde_json::to_string(entry) {
-                    let mut out = std::io::stdout().lock();
-                    let _ = writeln!(out, "{line}");
-                    let _ = out.flush();
-                }
-                self.track(&entry.event);
-            }
-            Format::Plain => self.plain(&entry.event),
-        }
+        self.calls.track(&entry.event);
+        self.output.show(entry, &self.calls);
         if let Event::ApprovalNeeded {
             call_id,
             reason,
             offer_always,
         } = &entry.event
         {
-            let call = self.calls.get(call_id);
+            let call = self.calls.0.get(call_id);
             let null = Value::Null;
             let question = Question {
                 tool: call.map_or("?", |c| c.tool.as_str()),
@@ -155,7 +214,7 @@ impl Printer {
                 answer = self.approver.answer(&question, self.err) => {
                     let _ = self.session.answer_approval(call_id, answer);
                 }
-                () = withdrawn(&self.session, call_id) => {
+                () = withdrawn(&self.session, call_id, entry.seq.unwrap_or(0)) => {
                     eprintln!("{}", self.err.dim("(question withdrawn: the turn was stopped)"));
                 }
             }
@@ -164,6 +223,12 @@ impl Printer {
 
     /// End the reply's last line, if it is open.
     pub fn finish_line(&mut self) {
+        self.output.finish_line();
+    }
+}
+
+impl Output for Human {
+    fn finish_line(&mut self) {
         self.close_reasoning();
         if !self.out_at_line_start {
             println!();
@@ -171,53 +236,9 @@ impl Printer {
         }
     }
 
-    fn track(&mut self, event: &Event) {
-        if let Event::ToolCall {
-            call_id,
-            tool,
-            class,
-            arguments,
-            ..
-        } = event
-        {
-            self.calls.insert(
-                call_id.clone(),
-                Call {
-                    tool: tool.clone(),
-                    class: *class,
-                    arguments: arguments.clone(),
-                },
-            );
-        }
-    }
-
-    fn close_reasoning(&mut self) {
-        if self.reasoning_open {
-            eprintln!();
-            self.reasoning_open = false;
-        }
-    }
-
-    fn tool_name(&self, call_id: &str) -> String {
-        self.calls
-            .get(call_id)
-            .map_or_else(|| call_id.to_string(), |c| c.tool.clone())
-    }
-
-    /// Before a line on stderr: end what is open on stdout and stderr so
-    /// the two do not interleave mid-line on a terminal.
-    fn line_break(&mut self) {
-        self.close_reasoning();
-        if !self.out_at_line_start {
-            println!();
-            self.out_at_line_start = true;
-        }
-    }
-
-    fn plain(&mut self, event: &Event) {
-        self.track(event);
+    fn show(&mut self, entry: &LogEntry, calls: &Calls) {
         let err = self.err;
-        match event {
+        match &entry.event {
             Event::Delta {
                 kind: DeltaKind::Text,
                 text,
@@ -243,14 +264,14 @@ impl Printer {
                 let _ = e.flush();
                 self.reasoning_open = !text.is_empty() || self.reasoning_open;
             }
-            Event::AssistantTurn { .. } => self.line_break(),
+            Event::AssistantTurn { .. } => self.finish_line(),
             Event::ToolCall {
                 tool,
                 class,
                 arguments,
                 ..
             } => {
-                self.line_break();
+                self.finish_line();
                 let args = serde_json::to_string(arguments).unwrap_or_default();
                 eprintln!(
                     "{} {tool} {} {}",
@@ -268,7 +289,7 @@ impl Printer {
                 eprintln!(
                     "  {} {}: {kind}",
                     err.dim("approval"),
-                    self.tool_name(call_id)
+                    calls.tool_name(call_id)
                 );
             }
             Event::ToolDone {
@@ -284,14 +305,14 @@ impl Printer {
                 } else {
                     ""
                 };
-                let images = if *images > 0 {
-                    format!(" (+{images} image(s))")
+                let images = if !images.is_empty() {
+                    format!(" (+{} image(s))", images.len())
                 } else {
                     String::new()
                 };
                 let line = format!(
                     "{mark} {} {}{more}{images}",
-                    self.tool_name(call_id),
+                    calls.tool_name(call_id),
                     clip(first, 200)
                 );
                 eprintln!("{}", if *ok { err.dim(&line) } else { err.red(&line) });
@@ -309,11 +330,11 @@ impl Printer {
                 eprintln!(
                     "{} {} skipped: {why}{note}",
                     err.red("⊘"),
-                    self.tool_name(call_id)
+                    calls.tool_name(call_id)
                 );
             }
             Event::Warning { message, retrying } => {
-                self.line_break();
+                self.finish_line();
                 let again = if *retrying {
                     " (retrying; the text above is dropped)"
                 } else {
@@ -322,15 +343,15 @@ impl Printer {
                 eprintln!("{} {message}{again}", err.bold("warning:"));
             }
             Event::Error { message, .. } => {
-                self.line_break();
+                self.finish_line();
                 eprintln!("{} {message}", err.red("error:"));
             }
             Event::Stopped => {
-                self.line_break();
+                self.finish_line();
                 eprintln!("{}", err.dim("stopped"));
             }
             Event::Compacted { summary } => {
-                self.line_break();
+                self.finish_line();
                 eprintln!(
                     "{}\n{}",
                     err.dim("conversation compacted; the summary:"),
@@ -338,15 +359,44 @@ impl Printer {
                 );
             }
             Event::Cleared => eprintln!("{}", err.dim("conversation cleared")),
+            Event::Permissions {
+                saved: false,
+                save_error,
+                ..
+            } => {
+                self.finish_line();
+                let why = match save_error {
+                    Some(e) => format!("the permission settings could not be saved: {e}"),
+                    None => "the permission settings changed for this run only (not saved)".into(),
+                };
+                eprintln!("{} {why}", err.bold("note:"));
+            }
             _ => {}
         }
     }
 }
 
-/// Resolves once `call_id` no longer waits for an answer.
-async fn withdrawn(session: &ChatSession, call_id: &str) {
-    while session.pending_approvals().iter().any(|id| id == call_id) {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+impl Human {
+    fn close_reasoning(&mut self) {
+        if self.reasoning_open {
+            eprintln!();
+            self.reasoning_open = false;
+        }
+    }
+}
+
+/// Resolves once `call_id` no longer waits for an answer: woken by the
+/// session's events after the question (numbered `asked`), not by polling.
+async fn withdrawn(session: &ChatSession, call_id: &str, asked: u64) {
+    let mut events = session.subscribe(asked);
+    loop {
+        // Checked after subscribing, so no change can slip in between.
+        if !session.pending_approvals().iter().any(|id| id == call_id) {
+            return;
+        }
+        if events.next().await.is_none() {
+            return;
+        }
     }
 }
 

@@ -59,6 +59,9 @@ fn server_config(args: &ModelArgs, model: &str) -> Result<OpenAiConfig, CliError
     if let Some(key) = ApiKey::from_env(&[SERVER_KEY_ENV]) {
         config = config.with_api_key(key);
     }
+    if let Some(mode) = args.tool_format {
+        config = config.with_tool_mode(mode);
+    }
     Ok(config)
 }
 
@@ -66,6 +69,9 @@ fn lmstudio_config(args: &ModelArgs, model: &str) -> Result<OpenAiConfig, Provid
     let mut config = OpenAiConfig::for_dialect(Dialect::LMSTUDIO, model)?;
     if let Some(url) = base_url_flag(args) {
         config.base_url = url;
+    }
+    if let Some(mode) = args.tool_format {
+        config = config.with_tool_mode(mode);
     }
     Ok(config)
 }
@@ -113,11 +119,7 @@ pub async fn connect(
                 .map_err(err)?,
         ),
         Provider::Llama => crate::local::llama(model).await?,
-        Provider::Mlx => {
-            return Err(usage!(
-                "--model {model_ref}: the MLX engine is not part of this build"
-            ));
-        }
+        Provider::Mlx => crate::local::mlx(model).await?,
         Provider::Script | Provider::Replay => {
             return Err(usage!(
                 "--model {model_ref}: handled elsewhere (this is a bug in lrg)"
@@ -283,11 +285,6 @@ pub async fn list_all(args: &ModelArgs) -> Vec<ProviderModels> {
     );
     let mut all = vec![a, b, c, d, e, f];
     all.push(crate::local::llama_listing());
-    all.push(ProviderModels {
-        provider: "mlx",
-        available: false,
-        reason: Some("the MLX engine is not part of this build".to_string()),
-        models: Vec::new(),
-    });
+    all.push(crate::local::mlx_listing());
     all
 }

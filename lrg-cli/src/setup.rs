@@ -55,18 +55,58 @@ pub struct Ready {
     pub registry: Option<SessionRegistry>,
 }
 
-/// The permission settings the flags ask for.
+/// The settings file: `--permissions`, else `lrg/permissions.json` in the
+/// user's config directory (`None` when there is no home to find it in).
+pub fn permissions_path(args: &PermissionArgs) -> Option<PathBuf> {
+    args.permissions
+        .clone()
+        .or_else(|| config_dir().map(|d| d.join("lrg").join("permissions.json")))
+}
+
+/// `$XDG_CONFIG_HOME`, else the platform's per-user config directory.
+fn config_dir() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(xdg) = env("XDG_CONFIG_HOME") {
+        return Some(xdg);
+    }
+    if cfg!(windows) {
+        return env("APPDATA");
+    }
+    let home = env("HOME")?;
+    Some(if cfg!(target_os = "macos") {
+        home.join("Library").join("Application Support")
+    } else {
+        home.join(".config")
+    })
+}
+
+/// Whether the flags change the settings for this run (then nothing this run
+/// changes is saved: a one-off `--mode auto_all` must not become the default).
+fn flags_given(args: &PermissionArgs) -> bool {
+    args.mode.is_some() || !args.allow.is_empty() || !args.deny.is_empty()
+}
+
+/// The permission settings in force: the settings file's (when there is
+/// one), with the flags on top.
 pub fn permission_settings(args: &PermissionArgs) -> Result<PermissionSettings, CliError> {
-    let mode = match args.mode {
-        ModeArg::AskAll => Mode::AskAll,
-        ModeArg::AutoRead => Mode::AutoRead,
-        ModeArg::AutoSafe => Mode::AutoSafe,
-        ModeArg::AutoAll => Mode::AutoAll,
+    let mut settings = match permissions_path(args) {
+        Some(path) if path.exists() => Permissions::open(&path)
+            .map_err(|e| usage!("{e}"))?
+            .settings(),
+        _ => PermissionSettings::default(),
     };
-    let mut settings = PermissionSettings {
-        mode,
-        ..PermissionSettings::default()
-    };
+    if let Some(mode) = args.mode {
+        settings.mode = match mode {
+            ModeArg::AskAll => Mode::AskAll,
+            ModeArg::AutoRead => Mode::AutoRead,
+            ModeArg::AutoSafe => Mode::AutoSafe,
+            ModeArg::AutoAll => Mode::AutoAll,
+        };
+    }
     for tool in &args.allow {
         settings.rules.insert(tool.clone(), Rule::Allow);
     }
@@ -78,16 +118,36 @@ pub fn permission_settings(args: &PermissionArgs) -> Result<PermissionSettings, 
     Ok(settings)
 }
 
+/// The permissions of a session: bound to the settings file, so that an
+/// "always" answer holds in later runs, unless the flags change the settings
+/// for this run or there is no file to bind (then they live in memory, and
+/// the printer says so when they change).
+pub fn permissions(args: &PermissionArgs) -> Result<Arc<Permissions>, CliError> {
+    let settings = permission_settings(args)?;
+    let memory = || Ok(Arc::new(Permissions::new(settings.clone())));
+    if flags_given(args) {
+        return memory();
+    }
+    let Some(path) = permissions_path(args) else {
+        return memory();
+    };
+    match Permissions::open(&path) {
+        Ok(p) => Ok(Arc::new(p)),
+        Err(e) => {
+            eprintln!("lrg: warning: {e}; permission changes will not be saved");
+            memory()
+        }
+    }
+}
+
 /// Build the session the flags describe.
 pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
-    let settings = permission_settings(flags.permissions)?;
+    let permissions = permissions(flags.permissions)?;
     let resolved = crate::resolve::resolve(flags.model, flags.record.map(PathBuf::as_path)).await?;
     let host = crate::tools::host(flags.tools, flags.strict_tools).await?;
     let info = resolved.model.info();
     let model = resolved.model;
     let tools = host.clone();
-    // In memory only: a command-line run never rewrites anyone's settings.
-    let permissions = Arc::new(Permissions::new(settings));
     let system = flags.system.map(str::to_string);
     let max_steps = flags.max_steps;
     let builder = move || {

@@ -19,16 +19,14 @@ const LAUNCHERS: &[&str] = &[
     "npx", "uvx", "bunx", "pnpx", "node", "deno", "bun", "python", "python3", "uv", "docker",
 ];
 
-/// The servers `--mcp-config` and `--mcp` name, in that order.
-pub fn servers(args: &ToolArgs) -> Result<Vec<(String, McpServerConfig)>, CliError> {
-    let mut servers = match &args.mcp_config {
-        Some(path) => {
-            McpConfig::from_file(path)
-                .map_err(|e| usage!("--mcp-config: {e}"))?
-                .servers
-        }
-        None => Vec::new(),
+/// The servers `--mcp-config` and `--mcp` name, in that order (and those
+/// the config file lists as disabled).
+pub fn servers(args: &ToolArgs) -> Result<McpConfig, CliError> {
+    let mut config = match &args.mcp_config {
+        Some(path) => McpConfig::from_file(path).map_err(|e| usage!("--mcp-config: {e}"))?,
+        None => McpConfig::default(),
     };
+    let servers = &mut config.servers;
     for line in &args.mcp {
         let words = shell_words::split(line).map_err(|e| usage!("--mcp {line:?}: {e}"))?;
         let Some((command, rest)) = words.split_first() else {
@@ -53,7 +51,7 @@ pub fn servers(args: &ToolArgs) -> Result<Vec<(String, McpServerConfig)>, CliErr
             McpServerConfig::Stdio(StdioServerConfig::new(command).args(rest.iter().cloned())),
         ));
     }
-    Ok(servers)
+    Ok(config)
 }
 
 /// `lrg` in `--mcp` means this very binary, which need not be on `PATH`
@@ -102,9 +100,7 @@ fn server_name(command: &str, rest: &[String]) -> String {
 /// start ends the command (exit 2); otherwise it is reported on stderr.
 pub async fn host(args: &ToolArgs, strict: bool) -> Result<Arc<ToolHost>, CliError> {
     let host = Arc::new(ToolHost::new());
-    let config = McpConfig {
-        servers: servers(args)?,
-    };
+    let config = servers(args)?;
     let failures = host.add_mcp_config(&config).await;
     if !failures.is_empty() {
         let text = failures
@@ -161,6 +157,7 @@ pub async fn tools(args: ToolsArgs) -> Result<Exit, CliError> {
         ));
     }
     let settings = crate::setup::permission_settings(&args.permissions)?;
+    let disabled = servers(&args.tools)?.disabled;
     let host = host(&args.tools, false).await?;
     let failures = host.failures();
     let tools = host.tools();
@@ -195,10 +192,15 @@ pub async fn tools(args: ToolsArgs) -> Result<Exit, CliError> {
             .iter()
             .map(|f| json!({"server": f.server, "error": f.message}))
             .collect();
-        let out = canonical(json!({ "tools": rows, "failed_servers": failures }));
+        let out = canonical(
+            json!({ "tools": rows, "failed_servers": failures, "disabled_servers": disabled }),
+        );
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
         print_table(&rows, args.schema.is_some());
+        for server in &disabled {
+            println!("(server `{server}` is disabled in the config: not started)");
+        }
         for f in &failures {
             eprintln!(
                 "lrg: tool server `{}` is not running: {}",

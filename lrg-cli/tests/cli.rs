@@ -31,6 +31,7 @@ fn help_texts() {
         ("models_help", vec!["models", "--help"]),
         ("tools_help", vec!["tools", "--help"]),
         ("demo_server_help", vec!["demo-server", "--help"]),
+        ("serve_help", vec!["serve", "--help"]),
     ] {
         let r = ran(env.lrg().args(&args));
         assert_eq!(r.code, 0, "{r:?}");
@@ -524,6 +525,65 @@ fn tools_schema_for_each_target() {
 }
 
 #[test]
+fn permissions_file_is_bound_by_default_and_flags_are_not_saved() {
+    let env = Env::new();
+    let default = env.path("config/lrg/permissions.json");
+    let permission = |r: &common::Ran, tool: &str| {
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let row = v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == tool)
+            .cloned()
+            .unwrap();
+        row["permission"].as_str().unwrap().to_string()
+    };
+    // A run binds the default file, writing the defaults when it is new.
+    env.file("s.json", r#"[{"text": "hi"}]"#);
+    let r = ran(env.lrg().args(["run", "--model", "script:s.json", "hi"]));
+    assert_eq!(r.code, 0, "{r:?}");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&default).unwrap()).unwrap();
+    assert_eq!(saved["mode"], "auto_read");
+    // What the file says holds in later runs.
+    std::fs::write(&default, r#"{"rules": {"list_notes": "block"}}"#).unwrap();
+    let r = ran(env.lrg().args(["tools", "--json", "--mcp", DEMO]));
+    assert_eq!(permission(&r, "list_notes"), "block", "{r:?}");
+    // Flags win for this run, and a run with flags leaves the file alone.
+    let r = ran(env.lrg().args([
+        "run",
+        "--model",
+        "script:s.json",
+        "--mode",
+        "auto_all",
+        "hi",
+    ]));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(&default).unwrap(),
+        r#"{"rules": {"list_notes": "block"}}"#
+    );
+    // --permissions names another file.
+    env.file("mine.json", r#"{"rules": {"add_note": "block"}}"#);
+    let r = ran(env.lrg().args([
+        "tools",
+        "--json",
+        "--mcp",
+        DEMO,
+        "--permissions",
+        "mine.json",
+    ]));
+    assert_eq!(permission(&r, "add_note"), "block", "{r:?}");
+    assert_eq!(permission(&r, "list_notes"), "allow", "{r:?}");
+    // A broken file is a usage error that names it.
+    std::fs::write(&default, "{not json").unwrap();
+    let r = ran(env.lrg().args(["tools", "--mcp", DEMO]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("permissions.json"), "{r:?}");
+}
+
+#[test]
 fn mcp_config_file_is_read() {
     let env = Env::new();
     let exe = assert_cmd::cargo::cargo_bin("lrg");
@@ -537,6 +597,39 @@ fn mcp_config_file_is_read() {
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["tools"][0]["server"], "notes");
     assert_eq!(v["tools"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn disabled_mcp_servers_are_listed_and_never_started() {
+    let env = Env::new();
+    let exe = assert_cmd::cargo::cargo_bin("lrg");
+    // Were it started, the disabled server would leave a file behind.
+    let config = serde_json::json!({"mcpServers": {
+        "off": {"command": "sh", "args": ["-c", "touch started; sleep 5"], "disabled": true},
+        "notes": {"command": exe, "args": ["demo-server"]},
+    }});
+    env.file("mcp.json", &config.to_string());
+    let r = ran(env
+        .lrg()
+        .args(["tools", "--json", "--mcp-config", "mcp.json"]));
+    assert_eq!(r.code, 0, "{r:?}");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["disabled_servers"], serde_json::json!(["off"]));
+    assert!(v["failed_servers"].as_array().unwrap().is_empty(), "{r:?}");
+    assert!(
+        v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["server"] == "notes")
+    );
+    let r = ran(env.lrg().args(["tools", "--mcp-config", "mcp.json"]));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("`off` is disabled"), "{r:?}");
+    assert!(
+        !env.path("started").exists(),
+        "a disabled server was started"
+    );
 }
 
 // ---------------------------------------------------------------- Ctrl-C
@@ -633,4 +726,27 @@ fn chat_keeps_going_after_a_model_error() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stderr.contains("error: boom"), "{r:?}");
     assert!(r.stdout.contains("Better now."), "{r:?}");
+}
+
+/// Without the `llama` feature, `--model llama:FILE` is a usage error (exit
+/// 2) on one line that says how to get the engine: no panic, no backtrace.
+#[cfg(not(feature = "llama"))]
+#[test]
+fn llama_model_without_the_engine_says_how_to_get_it() {
+    let env = Env::new();
+    let r = ran(env.lrg().env("RUST_BACKTRACE", "1").args([
+        "run",
+        "--model",
+        "llama:model.gguf",
+        "hi",
+    ]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stdout.is_empty(), "{r:?}");
+    assert_eq!(r.stderr.trim_end().lines().count(), 1, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("`cargo install --path lrg-cli --features llama` (needs cmake and libclang)"),
+        "{r:?}"
+    );
+    assert!(!r.stderr.contains("panicked"), "{r:?}");
 }

@@ -397,3 +397,55 @@ async fn models_lists_reachable_providers_and_says_why_others_are_not() {
     // depends on the machine, but it is always listed.
     assert!(by("lmstudio")["available"].is_boolean());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_answering_with_a_hermes_text_call_runs_the_tool_with_tool_format_auto() {
+    let server = MockServer::start().await;
+    // The answer after the tool ran (its result is in the request).
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(wiremock::matchers::body_string_contains(
+            "\"role\":\"tool\"",
+        ))
+        .respond_with(openai_stream("You have three notes."))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(openai_stream(
+            "<think>List them.</think><tool_call>\n{\"name\": \"list_notes\", \"arguments\": {}}\n</tool_call>",
+        ))
+        .expect(1)
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    let vars = [("LRG_SERVER_URL", format!("{}/v1", server.uri()))];
+    let (r, _) = run(
+        "server:qwen3",
+        &vars,
+        &["--tool-format", "auto", "--mcp", "lrg demo-server"],
+    )
+    .await;
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "You have three notes.\n"),
+        "{r:?}"
+    );
+    assert!(r.stderr.contains("→ list_notes {} [read]"), "{r:?}");
+    assert!(!r.stdout.contains("tool_call"), "{r:?}");
+}
+
+#[test]
+fn an_unknown_tool_format_is_a_usage_error() {
+    let r = ran(common::Env::new().lrg().args([
+        "run",
+        "--model",
+        "server:qwen3",
+        "--tool-format",
+        "yaml",
+        "hi",
+    ]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("unknown tool format `yaml`"), "{r:?}");
+}

@@ -16,14 +16,31 @@ pub(crate) fn normalize_base(
 ) -> Result<String, ProviderError> {
     let url = url.trim().trim_end_matches('/');
     let url = url.strip_suffix(api_path).unwrap_or(url);
-    match reqwest::Url::parse(url) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {
-            Ok(url.to_string())
-        }
-        _ => Err(ProviderError::Config {
+    if is_http_url(url) {
+        Ok(url.to_string())
+    } else {
+        Err(ProviderError::Config {
             message: format!("the {provider} base URL `{url}` is not an http(s) URL (check {var})"),
-        }),
+        })
     }
+}
+
+/// Reject a base URL reqwest could not use, naming it (it never holds a key).
+pub(crate) fn check_base_url(base_url: &str) -> Result<(), ProviderError> {
+    if is_http_url(base_url) {
+        Ok(())
+    } else {
+        Err(ProviderError::Config {
+            message: format!("invalid base URL {base_url:?}: expected http(s)://host[:port]/path"),
+        })
+    }
+}
+
+/// Whether `url` is an http(s) URL with a host: the one test every base URL
+/// passes.
+fn is_http_url(url: &str) -> bool {
+    reqwest::Url::parse(url)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
 }
 
 /// The host of `url`, when it parses and has one.
@@ -31,6 +48,17 @@ pub(crate) fn host_of(url: &str) -> Option<String> {
     reqwest::Url::parse(url)
         .ok()
         .and_then(|u| u.host_str().map(str::to_string))
+}
+
+/// The host a conversation goes to, or `None` when it stays on this machine.
+pub(crate) fn sends_to(base_url: &str) -> Option<String> {
+    let host = host_of(base_url)?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified());
+    (!loopback).then(|| bare.to_string())
 }
 
 /// `key` as a header value marked sensitive, so HTTP logging never shows it.

@@ -1,10 +1,11 @@
-//! The image budget of cloud models: every turn sends the whole conversation
-//! again and is billed for it, so only the newest few images stay attached and
-//! older ones become a short text placeholder.
+//! Images in a conversation: the budget of cloud models (every turn sends the
+//! whole conversation again and is billed for it, so only the newest few
+//! images stay attached and older ones become a short text placeholder), and
+//! the notes a model that cannot see images gets in their place.
 
 use std::borrow::Cow;
 
-use crate::{Message, Part};
+use crate::{Image, Message, Part};
 
 /// How many images a cloud model keeps attached (the newest ones).
 pub const CLOUD_IMAGE_LIMIT: usize = 4;
@@ -29,13 +30,79 @@ pub fn limit_images(messages: &[Message], keep: usize) -> Cow<'_, [Message]> {
         .iter()
         .map(|m| Message {
             role: m.role,
-            parts: replace_oldest(&m.parts, &mut to_drop),
+            parts: replace_images(&m.parts, &mut to_drop, &|_| IMAGE_PLACEHOLDER.into()),
         })
         .collect();
     Cow::Owned(limited)
 }
 
-fn count_images(parts: &[Part]) -> usize {
+/// The conversation for a model that cannot see images: each image becomes a
+/// short note of what it was ([`image_note`]), so the chat goes on instead of
+/// failing. Borrows the input when it holds no image.
+pub fn describe_images(messages: &[Message]) -> Cow<'_, [Message]> {
+    let mut total: usize = messages.iter().map(|m| count_images(&m.parts)).sum();
+    if total == 0 {
+        return Cow::Borrowed(messages);
+    }
+    let described = messages
+        .iter()
+        .map(|m| Message {
+            role: m.role,
+            parts: replace_images(&m.parts, &mut total, &image_note),
+        })
+        .collect();
+    Cow::Owned(described)
+}
+
+/// A note standing for an image a model is not shown:
+/// `[image/png 640×480, not shown to this model]`, with the pixel size when
+/// the header tells it (PNG, GIF, JPEG), else the byte size.
+pub fn image_note(image: &Image) -> String {
+    let size = match dimensions(&image.data) {
+        Some((w, h)) => format!("{w}×{h}"),
+        None => format!("{} bytes", image.data.len()),
+    };
+    format!("[{} {size}, not shown to this model]", image.mime)
+}
+
+/// Width and height from the first bytes of a PNG, GIF or JPEG file.
+fn dimensions(data: &[u8]) -> Option<(u32, u32)> {
+    let be16 = |i: usize| {
+        Some(u32::from(u16::from_be_bytes([
+            *data.get(i)?,
+            *data.get(i + 1)?,
+        ])))
+    };
+    if data.starts_with(b"\x89PNG\r\n\x1a\n") {
+        let be32 = |i: usize| Some(u32::from_be_bytes(data.get(i..i + 4)?.try_into().ok()?));
+        return Some((be32(16)?, be32(20)?));
+    }
+    if data.starts_with(b"GIF8") {
+        let le16 = |i: usize| {
+            Some(u32::from(u16::from_le_bytes([
+                *data.get(i)?,
+                *data.get(i + 1)?,
+            ])))
+        };
+        return Some((le16(6)?, le16(8)?));
+    }
+    if data.starts_with(&[0xFF, 0xD8]) {
+        // Walk the segments to the first start-of-frame marker.
+        let mut i = 2;
+        while *data.get(i)? == 0xFF {
+            let marker = *data.get(i + 1)?;
+            let is_sof = matches!(marker, 0xC0..=0xCF) && !matches!(marker, 0xC4 | 0xC8 | 0xCC);
+            if is_sof {
+                return Some((be16(i + 7)?, be16(i + 5)?));
+            }
+            i += 2 + usize::try_from(be16(i + 2)?).ok()?;
+        }
+    }
+    None
+}
+
+/// How many images `parts` hold, those inside tool results included.
+pub fn count_images(parts: &[Part]) -> usize {
     parts
         .iter()
         .map(|p| match p {
@@ -46,17 +113,23 @@ fn count_images(parts: &[Part]) -> usize {
         .sum()
 }
 
-fn replace_oldest(parts: &[Part], to_drop: &mut usize) -> Vec<Part> {
+/// `parts` with the first `left` images (in reading order, those inside tool
+/// results included) replaced by the text `with` writes for each.
+pub fn replace_images(
+    parts: &[Part],
+    left: &mut usize,
+    with: &dyn Fn(&Image) -> String,
+) -> Vec<Part> {
     parts
         .iter()
         .map(|p| match p {
-            Part::Image(_) if *to_drop > 0 => {
-                *to_drop -= 1;
-                Part::text(IMAGE_PLACEHOLDER)
+            Part::Image(image) if *left > 0 => {
+                *left -= 1;
+                Part::text(with(image))
             }
-            Part::ToolResult(r) if *to_drop > 0 => {
+            Part::ToolResult(r) if *left > 0 => {
                 let mut r = r.clone();
-                r.parts = replace_oldest(&r.parts, to_drop);
+                r.parts = replace_images(&r.parts, left, with);
                 Part::ToolResult(r)
             }
             other => other.clone(),
@@ -149,5 +222,55 @@ mod tests {
             ]
         );
         assert!(tags(&limit_images(&msgs, 0)).iter().all(|t| t == "omitted"));
+    }
+
+    #[test]
+    fn a_model_without_vision_gets_notes() {
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        png.extend_from_slice(&640u32.to_be_bytes());
+        png.extend_from_slice(&480u32.to_be_bytes());
+        let gif = b"GIF89a\x20\x03\x58\x02".to_vec();
+        let jpeg = vec![
+            0xFF, 0xD8, 0xFF, 0xE0, 0, 4, 0, 0, 0xFF, 0xC0, 0, 17, 8, 0x01, 0xE0, 0x02, 0x80,
+        ];
+        let img = |mime: &str, data: Vec<u8>| Image {
+            mime: mime.into(),
+            data: data.into(),
+        };
+        assert_eq!(
+            image_note(&img("image/png", png.clone())),
+            "[image/png 640×480, not shown to this model]"
+        );
+        assert_eq!(
+            image_note(&img("image/gif", gif)),
+            "[image/gif 800×600, not shown to this model]"
+        );
+        assert_eq!(
+            image_note(&img("image/jpeg", jpeg)),
+            "[image/jpeg 640×480, not shown to this model]"
+        );
+        assert_eq!(
+            image_note(&img("image/webp", vec![1, 2, 3])),
+            "[image/webp 3 bytes, not shown to this model]"
+        );
+        let messages = vec![Message {
+            role: Role::Tool,
+            parts: vec![Part::ToolResult(ToolResult {
+                call_id: "c".into(),
+                name: "shot".into(),
+                parts: vec![Part::Image(img("image/png", png))],
+                is_error: false,
+            })],
+        }];
+        let described = describe_images(&messages);
+        let Part::ToolResult(r) = &described[0].parts[0] else {
+            panic!("{described:?}")
+        };
+        assert_eq!(
+            r.parts,
+            [Part::text("[image/png 640×480, not shown to this model]")]
+        );
+        let plain = [Message::user("hi")];
+        assert!(matches!(describe_images(&plain), Cow::Borrowed(_)));
     }
 }

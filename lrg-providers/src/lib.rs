@@ -16,6 +16,8 @@ pub mod local_chat;
 pub mod record;
 pub mod retry;
 pub mod schema;
+pub mod text_tools;
+pub mod sync;
 pub mod transport;
 pub mod wire;
 

@@ -136,6 +136,11 @@ pub enum TurnEvent {
 /// `End { stop: Cancelled }`.
 pub type TurnStream = Pin<Box<dyn Stream<Item = Result<TurnEvent, ProviderError>> + Send>>;
 
+/// A turn that fails before anything is sent: a stream of just `error`.
+pub(crate) fn failed_turn(error: ProviderError) -> TurnStream {
+    Box::pin(futures::stream::once(async move { Err(error) }))
+}
+
 /// Where a model runs, which decides defaults (image budget, answer budget)
 /// and what a user is told about where the conversation goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -136,7 +136,7 @@ impl ScriptedModel {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic elsewhere while holding the lock leaves the data consistent
         // (plain pushes and increments), so recover rather than propagate.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.state)
     }
 }
 

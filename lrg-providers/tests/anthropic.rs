@@ -99,6 +99,10 @@ async fn serve(server: &MockServer, body: String) {
         .and(path("/v1/messages"))
         .and(header("x-api-key", KEY))
         .and(header("anthropic-version", "2023-06-01"))
+        .and(common::Invariants {
+            api: common::Api::Anthropic,
+            key: Some(KEY),
+        })
         .respond_with(sse_response(body))
         .mount(server)
         .await;

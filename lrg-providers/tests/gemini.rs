@@ -76,6 +76,10 @@ async fn serve(server: &MockServer, body: String) {
         .and(path(STREAM_PATH))
         .and(query_param("alt", "sse"))
         .and(header("x-goog-api-key", KEY))
+        .and(common::Invariants {
+            api: common::Api::Gemini,
+            key: Some(KEY),
+        })
         .respond_with(sse_response(body))
         .mount(server)
         .await;

@@ -63,6 +63,10 @@ fn stream_ok(body: String) -> ResponseTemplate {
 async fn mount(server: &MockServer, response: ResponseTemplate) {
     Mock::given(method("POST"))
         .and(path("/api/chat"))
+        .and(common::Invariants {
+            api: common::Api::Ollama,
+            key: None,
+        })
         .respond_with(response)
         .mount(server)
         .await;

@@ -68,6 +68,10 @@ fn stream_ok(body: String) -> ResponseTemplate {
 async fn mount(server: &MockServer, response: ResponseTemplate) {
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
+        .and(common::Invariants {
+            api: common::Api::OpenAi,
+            key: Some(KEY),
+        })
         .respond_with(response)
         .mount(server)
         .await;

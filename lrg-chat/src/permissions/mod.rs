@@ -21,7 +21,9 @@ pub use targets::{LongestIdArray, TargetCounter};
 pub const DEFAULT_BULK_LIMIT: u32 = 200;
 
 /// How much runs without asking, when no rule says otherwise.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Every call asks.
@@ -36,7 +38,7 @@ pub enum Mode {
 }
 
 /// A person's rule for one tool, overriding the mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
     /// Runs without asking (the bulk limit still asks).

@@ -83,7 +83,7 @@ impl Permissions {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // Settings are replaced whole; a poisoned lock holds a consistent value.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lrg_providers::sync::lock(&self.state)
     }
 
     /// Bind the settings to a file. When the file exists its settings replace

@@ -2,15 +2,19 @@
 
 use std::collections::HashSet;
 
-use lrg_providers::{Part, ToolCall, ToolResult, ToolSpec};
+use lrg_providers::text_tools::{RECOVERY_TOOL, recovery::Recovery};
+use lrg_providers::{ToolCall, ToolResult, ToolSpec};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::history::canonical_json;
-use crate::events::{Event, SkipReason};
+use crate::events::{Event, ImageDescriptor, SkipReason};
 use crate::permissions::{Answer, ApprovalReason, Decision, Rule, decide};
 use crate::tools::ToolClass;
+
+/// The result of a call the person's stop kept from starting.
+const STOPPED_BEFORE_START: &str = "Not run: the user stopped before this call started.";
 
 /// Handle `call` and return its result; every call gets one, even one that
 /// never ran.
@@ -41,8 +45,11 @@ pub(super) async fn handle_call(
             call,
             SkipReason::Stopped,
             None,
-            "Not run: the user stopped before this call started.",
+            STOPPED_BEFORE_START,
         );
+    }
+    if call.name == RECOVERY_TOOL {
+        return recover(shared, call, specs, made);
     }
     if !made.insert(format!(
         "{}\u{0}{}",
@@ -59,15 +66,7 @@ pub(super) async fn handle_call(
     }
     let Some(spec) = spec else {
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-        let text = format!(
-            "There is no tool named `{}`. The tools are: {}.",
-            call.name,
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        );
+        let text = crate::tools::unknown_tool_message(&call.name, &names);
         return skip(shared, call, SkipReason::UnknownTool, None, &text);
     };
 
@@ -95,7 +94,7 @@ pub(super) async fn handle_call(
             call,
             SkipReason::Stopped,
             None,
-            "Not run: the user stopped before this call started.",
+            STOPPED_BEFORE_START,
         );
     }
 
@@ -124,11 +123,7 @@ pub(super) async fn handle_call(
         call_id: call.id.clone(),
         ok: !result.is_error,
         text: result.text_content(),
-        images: result
-            .parts
-            .iter()
-            .filter(|p| matches!(p, Part::Image(_)))
-            .count(),
+        images: ImageDescriptor::of_parts(&result.parts),
     });
     result
 }
@@ -198,6 +193,49 @@ async fn ask(
             Some(skip(shared, call, SkipReason::NotAllowed, note, &text))
         }
     }
+}
+
+/// How many unusable calls written as text one message may get a recovery
+/// hint for; after that the model is told to answer without them.
+const MAX_RECOVERIES: usize = 3;
+
+/// A call the model wrote as text but that could not be used (see
+/// `lrg_providers::text_tools`): the result restates what is needed, with the
+/// tool's expected arguments, and the person sees a warning.
+fn recover(
+    shared: &Shared,
+    call: &ToolCall,
+    specs: &[ToolSpec],
+    made: &mut HashSet<String>,
+) -> ToolResult {
+    let attempt = (1..)
+        .find(|n| made.insert(format!("\u{1}recovery {n}")))
+        .unwrap_or(1);
+    let recovery = Recovery::from_arguments(&call.arguments);
+    let mut text = recovery.as_ref().map_or_else(
+        || "Your tool call could not be read.".to_string(),
+        |r| r.message.clone(),
+    );
+    if let Some(spec) = recovery
+        .and_then(|r| r.tool)
+        .and_then(|name| specs.iter().find(|s| s.name == name))
+    {
+        text.push_str(&format!(
+            "\nThe arguments of `{}`: {}",
+            spec.name,
+            crate::tools::describe_arguments(&spec.input_schema)
+        ));
+    }
+    if attempt > MAX_RECOVERIES {
+        text = "Not run: several tool calls in a row could not be read. Do not call tools again \
+                for this message: answer the user with what you have."
+            .to_string();
+    }
+    shared.publish(Event::Warning {
+        message: format!("the model wrote a tool call that could not be used (attempt {attempt})"),
+        retrying: false,
+    });
+    skip(shared, call, SkipReason::UnknownTool, None, &text)
 }
 
 fn skip(

@@ -26,7 +26,7 @@ pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> 
         let state = shared.lock();
         let overhead = state.overhead.get(&model_key).copied();
         let budget = shared.config.context.budget(&info, overhead);
-        context::fit(&state.history, &budget).messages
+        context::shown_to(&info, context::fit(&state.history, &budget).messages)
     };
     messages.push(Message::user(INSTRUCTION));
     let request = TurnRequest::new(messages).system_opt((shared.system_prompt)(&info, &[]));

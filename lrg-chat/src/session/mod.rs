@@ -189,7 +189,7 @@ impl Tools for NoTools {
         _arguments: serde_json::Value,
         _cancel: CancellationToken,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { ToolOutput::error(format!("there is no tool named `{name}`")) })
+        Box::pin(async move { ToolOutput::error(crate::tools::unknown_tool_message(name, &[])) })
     }
 }
 
@@ -344,7 +344,7 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // Every critical section is a few pushes and inserts; a panic inside
         // one cannot leave a half-made change worth refusing to read.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lrg_providers::sync::lock(&self.state)
     }
 
     fn publish(&self, event: Event) -> u64 {
@@ -444,7 +444,8 @@ impl ChatSession {
         Ok(self.start(&runtime, state, Work::Compact))
     }
 
-    /// Empty the conversation. Tools allowed "for this chat" stay allowed.
+    /// Empty the conversation. A cleared chat is a new chat: tools allowed
+    /// "for this chat" ask again (rules saved with "always" stay).
     pub fn clear(&self) -> Result<(), SessionError> {
         let mut state = self.shared.lock();
         if state.running.is_some() {
@@ -453,6 +454,7 @@ impl ChatSession {
         state.history.clear();
         state.user_seqs.clear();
         state.generation += 1;
+        state.chat_allowed.clear();
         self.shared.publish(Event::Cleared);
         drop(state);
         // Wiped in the store now, not at the next message.

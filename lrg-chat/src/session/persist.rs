@@ -8,7 +8,7 @@ use std::sync::Arc;
 use lrg_providers::{Message, Part, Role};
 
 use super::{Shared, State};
-use crate::events::{Event, SkipReason};
+use crate::events::{Event, ImageDescriptor, SkipReason};
 use crate::store::{SessionId, SessionState, SessionStore, StoredSession, now_ms};
 use crate::tools::ToolClass;
 use crate::transcript::{ToolOutcome, outcome_of};
@@ -177,11 +177,7 @@ pub(super) fn replay(shared: &Shared, stored: StoredSession) {
 
 fn result_event(result: &lrg_providers::ToolResult) -> Event {
     let text = result.text_content();
-    let images = result
-        .parts
-        .iter()
-        .filter(|p| matches!(p, Part::Image(_)))
-        .count();
+    let images = ImageDescriptor::of_parts(&result.parts);
     let skipped = |reason| Event::ToolSkipped {
         call_id: result.call_id.clone(),
         reason,

@@ -59,7 +59,7 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             let budget = shared.config.context.budget(&info, overhead);
             (context::fit(&state.history, &budget), budget)
         };
-        let request = TurnRequest::new(fitted.messages)
+        let request = TurnRequest::new(context::shown_to(&info, fitted.messages))
             .system_opt((shared.system_prompt)(&info, &offered))
             .tools(offered);
         let turn = match stream_turn(shared, model.as_ref(), &request, cancel, true).await {

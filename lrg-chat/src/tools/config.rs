@@ -3,8 +3,10 @@
 //!
 //! This is the format of Claude Desktop, Cursor, VS Code and most MCP clients,
 //! so a user can paste the file they have. Unknown keys inside a server entry
-//! are ignored (clients add their own, e.g. `disabled`, `type`, `timeout`), but
-//! an entry that is neither a command nor a URL is an error naming the server.
+//! are ignored (clients add their own, e.g. `type`, `timeout`), but an entry
+//! that is neither a command nor a URL is an error naming the server. An
+//! entry with `"disabled": true` is listed in [`McpConfig::disabled`] and
+//! never started.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,9 +20,12 @@ use serde_json::Value;
 /// File order matters: when two servers offer a tool of the same name, the
 /// server listed first keeps the bare name (see [`crate::tools`]).
 #[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct McpConfig {
     /// The servers, in the order the file lists them.
     pub servers: Vec<(String, McpServerConfig)>,
+    /// Servers the file lists with `"disabled": true`: named, never started.
+    pub disabled: Vec<String>,
 }
 
 /// How to reach one MCP server.
@@ -89,6 +94,14 @@ pub enum McpConfigError {
 }
 
 impl McpConfig {
+    /// A configuration of these servers, in order.
+    pub fn new(servers: Vec<(String, McpServerConfig)>) -> Self {
+        Self {
+            servers,
+            disabled: Vec::new(),
+        }
+    }
+
     /// Parse the JSON text of a configuration, keeping the servers in file order.
     pub fn from_json(text: &str) -> Result<Self, McpConfigError> {
         let top: TopLevel = serde_json::from_str(text).map_err(|e| {
@@ -131,17 +144,24 @@ impl McpConfig {
             ));
         };
         let mut servers: Vec<(String, McpServerConfig)> = Vec::with_capacity(entries.len());
+        let mut disabled = Vec::new();
         for (name, entry) in entries {
-            if servers.iter().any(|(n, _)| *n == name) {
+            if servers.iter().any(|(n, _)| *n == name) || disabled.contains(&name) {
                 return Err(McpConfigError::Server {
                     server: name,
                     problem: "is listed twice".to_owned(),
                 });
             }
+            // A disabled entry is not read further: clients keep half-written
+            // servers switched off this way.
+            if entry.get("disabled") == Some(&Value::Bool(true)) {
+                disabled.push(name);
+                continue;
+            }
             let server = parse_server(&name, entry)?;
             servers.push((name, server));
         }
-        Ok(Self { servers })
+        Ok(Self { servers, disabled })
     }
 
     /// The server named `name`, if configured.

@@ -151,10 +151,7 @@ struct Catalog {
 }
 
 fn read<T: Clone>(lock: &RwLock<T>) -> T {
-    match lock.read() {
-        Ok(g) => g.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
-    }
+    lrg_providers::sync::read(lock).clone()
 }
 
 impl Default for ToolHost {
@@ -243,10 +240,7 @@ impl ToolHost {
             ));
         }
         let tool = FnTool::new(name.clone(), description.into(), annotations, f).map_err(fail)?;
-        let mut fns = match self.fns.write() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut fns = lrg_providers::sync::write(&self.fns);
         if fns.iter().any(|t| t.spec.name == name) {
             return Err(fail("another Rust tool has this name".to_owned()));
         }
@@ -356,10 +350,7 @@ impl ToolHost {
         if name.trim().is_empty() {
             return Err(fail("a server needs a name"));
         }
-        let mut servers = match self.servers.write() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut servers = lrg_providers::sync::write(&self.servers);
         if servers.iter().any(|s| s.name == name) {
             return Err(fail("a server of this name was already added"));
         }
@@ -441,10 +432,7 @@ impl ToolHost {
             return current;
         }
         let fresh = Arc::new(self.build_catalog(now));
-        match self.catalog.write() {
-            Ok(mut g) => *g = fresh.clone(),
-            Err(poisoned) => *poisoned.into_inner() = fresh.clone(),
-        }
+        *lrg_providers::sync::write(&self.catalog) = fresh.clone();
         fresh
     }
 
@@ -556,20 +544,12 @@ impl ToolHost {
 }
 
 fn unknown_tool(name: &str, catalog: &Catalog) -> ToolOutput {
-    let mut available: Vec<&str> = catalog
+    let available: Vec<&str> = catalog
         .entries
         .iter()
         .map(|e| e.info.spec.name.as_str())
         .collect();
-    available.truncate(50);
-    ToolOutput::error(if available.is_empty() {
-        format!("There is no tool named `{name}`, and no tools are available.")
-    } else {
-        format!(
-            "There is no tool named `{name}`. Available tools: {}.",
-            available.join(", ")
-        )
-    })
+    ToolOutput::error(super::unknown_tool_message(name, &available))
 }
 
 impl Tools for ToolHost {

@@ -144,10 +144,7 @@ impl McpServer {
 
     /// The tools from the last successful listing.
     pub(crate) fn tools(&self) -> Arc<Vec<Arc<RemoteTool>>> {
-        match self.tools.read() {
-            Ok(t) => t.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        lrg_providers::sync::read(&self.tools).clone()
     }
 
     fn client(&self) -> LrgClient {
@@ -184,10 +181,7 @@ impl McpServer {
 
     /// The current problem, if the server is not connected.
     pub(crate) fn problem(&self) -> Option<String> {
-        let known = match self.problem.read() {
-            Ok(p) => p.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        };
+        let known = lrg_providers::sync::read(&self.problem).clone();
         if known.is_some() {
             return known;
         }
@@ -202,10 +196,7 @@ impl McpServer {
     }
 
     fn set_problem(&self, p: Option<String>) {
-        match self.problem.write() {
-            Ok(mut g) => *g = p,
-            Err(poisoned) => *poisoned.into_inner() = p,
-        }
+        *lrg_providers::sync::write(&self.problem) = p;
     }
 
     /// Connect if not connected. `Ok(true)` when it had died unnoticed and
@@ -264,10 +255,7 @@ impl McpServer {
                     .zip(tools.iter())
                     .any(|(a, b)| a.spec != b.spec)
         };
-        match self.tools.write() {
-            Ok(mut g) => *g = tools,
-            Err(poisoned) => *poisoned.into_inner() = tools,
-        }
+        *lrg_providers::sync::write(&self.tools) = tools;
         if changed {
             self.changes.fetch_add(1, Ordering::SeqCst);
         }

@@ -159,6 +159,21 @@ pub trait Tools: Send + Sync {
     ) -> BoxFuture<'a, ToolOutput>;
 }
 
+/// What the model is told when it calls a tool that does not exist: the one
+/// wording, used by the session loop and by every [`Tools`] of this crate.
+pub(crate) fn unknown_tool_message(name: &str, available: &[&str]) -> String {
+    // A long list helps no one: the model was offered these in the request.
+    const SHOWN: usize = 50;
+    if available.is_empty() {
+        return format!("There is no tool named `{name}`, and no tools are available.");
+    }
+    let mut list = available[..available.len().min(SHOWN)].join(", ");
+    if available.len() > SHOWN {
+        list.push_str(", ...");
+    }
+    format!("There is no tool named `{name}`. Available tools: {list}.")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

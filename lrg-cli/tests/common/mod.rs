@@ -54,6 +54,8 @@ impl Env {
             // Nothing listens on port 9 (discard): a default-model probe of
             // Ollama fails fast instead of finding a real local server.
             .env("OLLAMA_HOST", "http://127.0.0.1:9")
+            // Settings files go to the scratch directory, never the real home.
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
             .current_dir(self.dir.path())
             .timeout(TIMEOUT);
         cmd

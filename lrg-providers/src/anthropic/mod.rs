@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 pub use decode::AnthropicDecoder;
 pub use encode::encode;
 
-use crate::endpoint::{host_of, key_header, normalize_base};
+use crate::endpoint::{host_of, key_header, normalize_base, sends_to};
 use crate::transport::{HttpTransport, TransportConfig};
 use crate::wire::Framing;
 use crate::{ApiKey, ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
@@ -239,7 +239,7 @@ impl ChatModel for AnthropicChat {
             ModelLocation::Cloud,
         )
         .context_window(self.config.context_window)
-        .sends_to(host_of(&self.base))
+        .sends_to(sends_to(&self.base))
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
@@ -252,7 +252,7 @@ impl ChatModel for AnthropicChat {
         });
         let http = match prepared {
             Ok(http) => http,
-            Err(e) => return Box::pin(futures::stream::once(async move { Err(e) })),
+            Err(e) => return crate::model::failed_turn(e),
         };
         tracing::debug!(model = %self.config.model, host = ?host_of(&self.base), messages = request.messages.len(), "anthropic turn");
         let decoder = AnthropicDecoder::new(&self.config.model);

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{AnthropicChat, PROVIDER};
-use crate::endpoint::host_of;
+use crate::endpoint::sends_to;
 use crate::paging::follow_pages;
 use crate::{ModelInfo, ModelLocation, ProviderError};
 
@@ -47,7 +47,7 @@ fn parse_page(page: &Value, base: &str) -> Result<(Vec<ModelInfo>, Option<String
             Some(
                 ModelInfo::new(PROVIDER.to_string(), id.to_string(), ModelLocation::Cloud)
                     .context_window(window)
-                    .sends_to(host_of(base)),
+                    .sends_to(sends_to(base)),
             )
         })
         .collect();

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 pub use decode::GeminiDecoder;
 pub use encode::encode;
 
-use crate::endpoint::{host_of, key_header, normalize_base};
+use crate::endpoint::{host_of, key_header, normalize_base, sends_to};
 use crate::transport::{HttpTransport, TransportConfig};
 use crate::wire::{Decoder, Frame, Framing};
 use crate::{
@@ -297,13 +297,13 @@ impl ChatModel for GeminiChat {
             ModelLocation::Cloud,
         )
         .context_window(self.config.context_window)
-        .sends_to(host_of(&self.base))
+        .sends_to(sends_to(&self.base))
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
         let http = match self.prepare(&request) {
             Ok(http) => http,
-            Err(e) => return Box::pin(futures::stream::once(async move { Err(e) })),
+            Err(e) => return crate::model::failed_turn(e),
         };
         tracing::debug!(
             model = %self.config.model_name(),

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::{GeminiChat, PROVIDER};
-use crate::endpoint::host_of;
+use crate::endpoint::sends_to;
 use crate::paging::follow_pages;
 use crate::{ModelInfo, ModelLocation, ProviderError};
 
@@ -62,7 +62,7 @@ fn parse_page(page: &Value, base: &str) -> Result<(Vec<ModelInfo>, Option<String
                             .and_then(Value::as_u64)
                             .and_then(|n| u32::try_from(n).ok()),
                     )
-                    .sends_to(host_of(base)),
+                    .sends_to(sends_to(base)),
             )
         })
         .collect();

@@ -88,6 +88,12 @@ pub trait LocalEngine: Send + Sync {
     /// Tokens available to one conversation.
     fn context_window(&self) -> u32;
 
+    /// Whether the loaded model can see images. One that cannot is sent a
+    /// short note in place of each image (see [`crate::ModelInfo::vision`]).
+    fn vision(&self) -> bool {
+        false
+    }
+
     /// Generate one constrained turn, streamed; cancelling `cancel` stops at the
     /// next token.
     fn generate(

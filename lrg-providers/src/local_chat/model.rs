@@ -138,6 +138,7 @@ impl ChatModel for LocalChatModel {
             ModelLocation::Local,
         )
         .context_window(Some(self.engine.context_window()))
+        .vision(self.engine.vision())
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

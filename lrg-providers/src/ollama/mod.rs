@@ -26,7 +26,7 @@ pub use decode::OllamaDecoder;
 pub use encode::{DEFAULT_NUM_PREDICT, encode};
 pub use models::{parse_context_length, parse_tags};
 
-use crate::openai::{check_base_url, failed, sends_to};
+use crate::endpoint::{check_base_url, sends_to};
 use crate::transport::{HttpTransport, TransportConfig};
 use crate::wire::Framing;
 use crate::{ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
@@ -217,7 +217,7 @@ impl ChatModel for OllamaChat {
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
         let body = match encode(&request, &self.config) {
             Ok(body) => body,
-            Err(e) => return failed(e),
+            Err(e) => return crate::model::failed_turn(e),
         };
         let decoder = OllamaDecoder::new(&request.messages);
         tracing::debug!(model = %self.config.model, messages = request.messages.len(), tools = request.tools.len(), "ollama chat turn");

@@ -4,6 +4,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::endpoint::sends_to;
 use crate::wire::{Decoder, Frame};
 use crate::{Message, Part, StopReason, ToolCall, TurnEvent, Usage};
 

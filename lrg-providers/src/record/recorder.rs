@@ -63,7 +63,7 @@ impl<M> std::fmt::Debug for RecordingModel<M> {
 
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     // The state is a plain list that is always consistent between statements.
-    shared.lock().unwrap_or_else(|p| p.into_inner())
+    crate::sync::lock(shared)
 }
 
 fn save(shared: &Mutex<Shared>) -> Result<(), ProviderError> {
@@ -113,7 +113,7 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
         let value = match request_value(&request) {
             Ok(v) => v,
-            Err(e) => return Box::pin(futures::stream::once(async move { Err(e) })),
+            Err(e) => return crate::model::failed_turn(e),
         };
         let index = {
             let mut state = lock(&self.shared);
@@ -131,7 +131,7 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
             dirty: false,
         };
         if let Err(e) = slot.save() {
-            return Box::pin(futures::stream::once(async move { Err(e) }));
+            return crate::model::failed_turn(e);
         }
         let mut inner = self.inner.turn(request, cancel);
         Box::pin(async_stream::stream! {

@@ -24,6 +24,9 @@ pub struct ReplayModel {
     source: PathBuf,
     recording: Arc<Recording>,
     next: Arc<Mutex<usize>>,
+    /// The first request that differed from its recording, as the error
+    /// message (with the diff) that turn failed with.
+    drift: Arc<Mutex<Option<String>>>,
 }
 
 impl ReplayModel {
@@ -33,6 +36,7 @@ impl ReplayModel {
             source: source.into(),
             recording: Arc::new(recording),
             next: Arc::default(),
+            drift: Arc::default(),
         }
     }
 
@@ -49,13 +53,20 @@ impl ReplayModel {
 
     /// How many exchanges have been played (or attempted).
     pub fn played(&self) -> usize {
-        *self.next.lock().unwrap_or_else(|p| p.into_inner())
+        *crate::sync::lock(&self.next)
     }
 
     /// How many recorded exchanges have not been played: more than zero after
     /// a run means the session now stops earlier than when it was recorded.
     pub fn remaining(&self) -> usize {
         self.recording.exchanges.len().saturating_sub(self.played())
+    }
+
+    /// When a request differed from its recording: the message the turn
+    /// failed with, holding the unified diff (the first such request only).
+    /// Lets a test runner tell drift from an error the recording itself holds.
+    pub fn drift(&self) -> Option<String> {
+        self.drift.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     fn mismatch(&self, index: usize, recorded: &Value, now: &Value) -> ProviderError {
@@ -70,14 +81,17 @@ impl ReplayModel {
             .context_radius(3)
             .header("recorded request", "request now")
             .to_string();
-        ProviderError::Other {
-            message: format!(
-                "replay of {}: request {} differs from the recorded one (a changed prompt, system prompt, \
-                 tool set or history); re-record with --record if the change is intended:\n{diff}",
-                self.source.display(),
-                index + 1,
-            ),
-        }
+        let message = format!(
+            "replay of {}: request {} differs from the recorded one (a changed prompt, system prompt, \
+             tool set or history); re-record with --record if the change is intended:\n{diff}",
+            self.source.display(),
+            index + 1,
+        );
+        self.drift
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| message.clone());
+        ProviderError::Other { message }
     }
 }
 
@@ -91,7 +105,7 @@ impl ChatModel for ReplayModel {
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
         let index = {
-            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            let mut next = crate::sync::lock(&self.next);
             let index = *next;
             *next += 1;
             index

@@ -1,0 +1,171 @@
+//! Errors as the API answers them: `{"error": {"kind", "message"}}` with the
+//! matching status, and the one uniform 403.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// What kind of error a response reports (`error.kind`, stable snake_case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// 400: the request is malformed; the message names the field.
+    BadRequest,
+    /// 403: wrong or missing token, foreign origin, or an ended chat. Always
+    /// the same response, so none of these can be told from the others.
+    Forbidden,
+    /// 404: no such route, approval, image or tool result.
+    NotFound,
+    /// 405: the route exists but not with this method.
+    MethodNotAllowed,
+    /// 409: a message is being worked on.
+    Busy,
+    /// 409: the request cannot apply now (nothing to retry, ...).
+    Conflict,
+    /// 409: switching models ends this chat; send `confirm: true`.
+    ConfirmNeeded,
+    /// 413: the body or the message is over its limit.
+    TooLarge,
+    /// 429: too many chats, or too many event streams on one chat.
+    TooMany,
+    /// 500: something failed inside the server (no details are given).
+    Internal,
+}
+
+/// An error answer of the API.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ApiError {
+    status: StatusCode,
+    kind: ErrorKind,
+    message: String,
+}
+
+/// The body of every 403. Fixed, so a wrong token, a foreign origin and an
+/// ended chat cannot be told apart.
+const FORBIDDEN_BODY: &str = r#"{"error":{"kind":"forbidden","message":"forbidden: a missing or wrong token, a foreign origin, or a chat that has ended"}}"#;
+
+impl ApiError {
+    fn new(status: StatusCode, kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// 400 about one field of the request.
+    pub fn bad_request(field: &str, problem: impl std::fmt::Display) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            ErrorKind::BadRequest,
+            format!("`{field}`: {problem}"),
+        )
+    }
+
+    /// 400 about the request as a whole.
+    pub fn bad_body(problem: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, ErrorKind::BadRequest, problem)
+    }
+
+    /// The uniform 403.
+    pub fn forbidden() -> Self {
+        Self::new(StatusCode::FORBIDDEN, ErrorKind::Forbidden, "forbidden")
+    }
+
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, ErrorKind::NotFound, message)
+    }
+
+    /// 405.
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            ErrorKind::MethodNotAllowed,
+            "this route does not take that method",
+        )
+    }
+
+    /// 409: busy with a message.
+    pub fn busy() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            ErrorKind::Busy,
+            "the chat is busy with a message: stop it or wait for it to finish",
+        )
+    }
+
+    /// 409: not possible now.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, ErrorKind::Conflict, message)
+    }
+
+    /// 409: a switch that needs `confirm: true`.
+    pub fn confirm_needed(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, ErrorKind::ConfirmNeeded, message)
+    }
+
+    /// 413.
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorKind::TooLarge, message)
+    }
+
+    /// 429.
+    pub fn too_many(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, ErrorKind::TooMany, message)
+    }
+
+    /// 500 with a message that gives nothing of the server away.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Internal,
+            message,
+        )
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: Inner<'a>,
+}
+
+#[derive(Serialize)]
+struct Inner<'a> {
+    kind: ErrorKind,
+    message: &'a str,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = if self.kind == ErrorKind::Forbidden {
+            FORBIDDEN_BODY.to_string()
+        } else {
+            serde_json::to_string(&Body {
+                error: Inner {
+                    kind: self.kind,
+                    message: &self.message,
+                },
+            })
+            .unwrap_or_else(|_| FORBIDDEN_BODY.to_string())
+        };
+        let mut response = (self.status, body).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}

@@ -1,0 +1,224 @@
+//! Opening a chat: what a client asks for ([`ChatSpec`]) and who builds the
+//! session ([`ChatOpener`]; [`StandardOpener`] for the usual case).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use lrg_providers::{ChatModel, ModelInfo, ProviderError};
+
+use crate::FixedModel;
+use crate::events::Event;
+use crate::permissions::{PermissionSettings, Permissions};
+use crate::session::{ChatSession, SessionConfig};
+use crate::tools::{McpConfig, ToolHost, ToolHostOptions};
+
+/// What a chat is opened with. Fields left `None` take the server's
+/// defaults ([`crate::http::HttpConfig::defaults`]).
+///
+/// It holds MCP server configurations, whose environment values and headers
+/// are secrets: it is kept in memory only (to open the chat again on another
+/// model) and never sent back to a client.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ChatSpec {
+    /// The model, `provider:model`.
+    pub model: Option<String>,
+    /// The tools: MCP servers.
+    pub mcp_servers: Option<McpConfig>,
+    /// The permission settings.
+    pub permissions: Option<PermissionSettings>,
+    /// The system prompt.
+    pub system: Option<String>,
+}
+
+impl ChatSpec {
+    /// A spec that takes every default.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Set the model.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Set the MCP servers.
+    pub fn mcp_servers(mut self, servers: McpConfig) -> Self {
+        self.mcp_servers = Some(servers);
+        self
+    }
+
+    /// Set the permission settings.
+    pub fn permissions(mut self, settings: PermissionSettings) -> Self {
+        self.permissions = Some(settings);
+        self
+    }
+
+    /// Set the system prompt.
+    pub fn system(mut self, prompt: impl Into<String>) -> Self {
+        self.system = Some(prompt.into());
+        self
+    }
+
+    /// This spec with its empty fields taken from `defaults`.
+    pub fn or(self, defaults: &ChatSpec) -> Self {
+        Self {
+            model: self.model.or_else(|| defaults.model.clone()),
+            mcp_servers: self.mcp_servers.or_else(|| defaults.mcp_servers.clone()),
+            permissions: self.permissions.or_else(|| defaults.permissions.clone()),
+            system: self.system.or_else(|| defaults.system.clone()),
+        }
+    }
+}
+
+/// A chat that an opener built.
+#[non_exhaustive]
+pub struct OpenedChat {
+    /// The session.
+    pub session: ChatSession,
+    /// Its model.
+    pub model: ModelInfo,
+    /// Its tools, shut down when the chat ends; their list feeds the
+    /// permissions panel.
+    pub host: Option<Arc<ToolHost>>,
+}
+
+impl OpenedChat {
+    /// A chat on `session`, running on `model`.
+    pub fn new(session: ChatSession, model: ModelInfo) -> Self {
+        Self {
+            session,
+            model,
+            host: None,
+        }
+    }
+
+    /// Its tool host.
+    pub fn with_host(mut self, host: Arc<ToolHost>) -> Self {
+        self.host = Some(host);
+        self
+    }
+}
+
+/// Why a chat could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// A field of the request is wrong (answered as a 400 naming it).
+    #[error("`{field}`: {message}")]
+    BadRequest {
+        /// The field, as the request names it (`model`, `mcpServers`, ...).
+        field: String,
+        /// What is wrong, for a person.
+        message: String,
+    },
+    /// Something else failed (a 500 with this message: keep it free of
+    /// secrets and internal paths).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl OpenError {
+    /// A bad field.
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::BadRequest {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Builds the session of a new chat.
+pub trait ChatOpener: Send + Sync {
+    /// Open a chat as `spec` says (defaults already applied).
+    fn open(&self, spec: ChatSpec) -> BoxFuture<'_, Result<OpenedChat, OpenError>>;
+}
+
+/// Turns a model id into a model.
+pub type ResolveModel =
+    dyn Fn(&str) -> BoxFuture<'static, Result<Arc<dyn ChatModel>, ProviderError>> + Send + Sync;
+
+/// The usual opener: the model from a resolver, tools from the spec's MCP
+/// servers on a fresh [`ToolHost`], permissions in memory.
+pub struct StandardOpener {
+    resolve: Arc<ResolveModel>,
+    config: SessionConfig,
+    tool_options: ToolHostOptions,
+}
+
+impl std::fmt::Debug for StandardOpener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StandardOpener").finish_non_exhaustive()
+    }
+}
+
+impl StandardOpener {
+    /// An opener resolving model ids with `resolve`.
+    pub fn new(
+        resolve: impl Fn(&str) -> BoxFuture<'static, Result<Arc<dyn ChatModel>, ProviderError>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        Self {
+            resolve: Arc::new(resolve),
+            config: SessionConfig::default(),
+            tool_options: ToolHostOptions::default(),
+        }
+    }
+
+    /// The session tunables of every chat.
+    pub fn session_config(mut self, config: SessionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The tool host timeouts of every chat.
+    pub fn tool_options(mut self, options: ToolHostOptions) -> Self {
+        self.tool_options = options;
+        self
+    }
+}
+
+impl ChatOpener for StandardOpener {
+    fn open(&self, spec: ChatSpec) -> BoxFuture<'_, Result<OpenedChat, OpenError>> {
+        Box::pin(async move {
+            let id = spec
+                .model
+                .as_deref()
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .ok_or_else(|| {
+                    OpenError::field("model", "no model given, and the server has no default")
+                })?;
+            let model = (self.resolve)(id)
+                .await
+                .map_err(|e| OpenError::field("model", e.to_string()))?;
+            let info = model.info();
+            let host = Arc::new(ToolHost::with_options(self.tool_options));
+            let failures = match &spec.mcp_servers {
+                Some(servers) => host.add_mcp_config(servers).await,
+                None => Vec::new(),
+            };
+            let permissions = Permissions::new(spec.permissions.unwrap_or_default());
+            let mut builder = ChatSession::builder(Arc::new(FixedModel(model)))
+                .tools(host.clone())
+                .permissions(Arc::new(permissions))
+                .config(self.config.clone());
+            if let Some(system) = spec.system {
+                builder = builder.system_prompt(system);
+            }
+            let session = builder.build();
+            // A server that did not start is the person's to know about; its
+            // message never holds environment or header values.
+            for failure in failures {
+                session.events().publish(Event::Warning {
+                    message: failure.to_string(),
+                    retrying: false,
+                });
+            }
+            Ok(OpenedChat::new(session, info).with_host(host))
+        })
+    }
+}

@@ -1,0 +1,626 @@
+//! The handlers of `/v1/chat/*`. Each checks the caller first (origin, then
+//! token), and only then reads the body, so nothing about a chat or a limit
+//! is told to a caller without its token.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use lrg_providers::Image;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use super::menu;
+use super::opener::{ChatSpec, OpenError};
+use super::sessions::LiveChat;
+use super::{AppState, ChatLink, auth, sse, transcript};
+use crate::events::Event;
+use crate::permissions::{Answer, ApprovalReason, Mode, PermissionSettings, Rule, SaveStatus};
+use crate::session::{SessionError, UserInput};
+use crate::tools::{McpConfig, ToolClass};
+
+type St = State<Arc<AppState>>;
+
+/// The chat `id`, when the request may use it; the uniform 403 otherwise
+/// (also for an id that never existed or has ended).
+fn chat(state: &AppState, headers: &HeaderMap, id: &str) -> Result<Arc<LiveChat>, ApiError> {
+    if !auth::origin_allowed(headers, &state.config.allowed_origins) {
+        return Err(ApiError::forbidden());
+    }
+    let given = auth::bearer(headers).unwrap_or_default();
+    match state.chats.get(id) {
+        Some(chat) if chat.token_matches(given) => Ok(chat),
+        _ => Err(ApiError::forbidden()),
+    }
+}
+
+fn agent(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let ok = auth::origin_allowed(headers, &state.config.allowed_origins)
+        && auth::bearer(headers)
+            .is_some_and(|given| auth::same_token(given, &state.config.agent_token));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden())
+    }
+}
+
+/// Read a JSON body of at most the configured size.
+async fn read_json<T: DeserializeOwned>(state: &AppState, body: Body) -> Result<T, ApiError> {
+    let limit = state.config.limits.body_bytes;
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if is_length_limit(&e) {
+            ApiError::too_large(format!("the request body is over {limit} bytes"))
+        } else {
+            ApiError::bad_body("the request body could not be read")
+        }
+    })?;
+    let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        &bytes
+    };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." || path.is_empty() {
+            ApiError::bad_body(format!(
+                "the body is not the JSON this route takes: {inner}"
+            ))
+        } else {
+            ApiError::bad_request(&path, inner)
+        }
+    })
+}
+
+fn is_length_limit(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.to_string().contains("length limit exceeded") {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+fn session_error(e: SessionError) -> ApiError {
+    match e {
+        SessionError::Busy => ApiError::busy(),
+        SessionError::NoSuchApproval(id) => {
+            ApiError::not_found(format!("no approval is waiting for tool call `{id}`"))
+        }
+        other @ (SessionError::NothingToRetry | SessionError::NothingToCompact) => {
+            ApiError::conflict(other.to_string())
+        }
+        SessionError::NoRuntime => ApiError::internal("the chat could not start its work"),
+    }
+}
+
+fn accepted(chat: &LiveChat) -> Response {
+    (
+        StatusCode::ACCEPTED,
+        Json(json!({"last_seq": chat.session.events().last_seq()})),
+    )
+        .into_response()
+}
+
+// ---- open and end ---------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenBody {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default, rename = "mcpServers")]
+    mcp_servers: Option<Value>,
+    #[serde(default)]
+    permissions: Option<PermissionSettings>,
+    #[serde(default)]
+    system: Option<String>,
+}
+
+pub(crate) async fn open(
+    State(state): St,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    agent(&state, &headers)?;
+    let body: OpenBody = read_json(&state, body).await?;
+    let mcp_servers = match body.mcp_servers {
+        None => None,
+        Some(servers) => Some(
+            McpConfig::from_value(json!({ "mcpServers": servers }))
+                .map_err(|e| ApiError::bad_request("mcpServers", e))?,
+        ),
+    };
+    let spec = ChatSpec {
+        model: body.model,
+        mcp_servers,
+        permissions: body.permissions,
+        system: body.system,
+    };
+    let link = state.open_chat(spec).await?;
+    Ok((StatusCode::CREATED, Json(link)).into_response())
+}
+
+pub(crate) fn open_error(e: OpenError) -> ApiError {
+    match e {
+        OpenError::BadRequest { field, message } => ApiError::bad_request(&field, message),
+        OpenError::Failed(message) => ApiError::internal(message),
+    }
+}
+
+pub(crate) async fn end(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    if let Some(chat) = state.chats.remove(&chat.id) {
+        chat.end().await;
+    }
+    Ok(Json(json!({"ended": true})).into_response())
+}
+
+// ---- messages and turn control -------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageBody {
+    text: String,
+    #[serde(default)]
+    images: Vec<ImageBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImageBody {
+    mime: String,
+    /// base64
+    data: String,
+}
+
+pub(crate) async fn message(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    let body: MessageBody = read_json(&state, body).await?;
+    let limit = state.config.limits.message_chars;
+    let chars = body.text.chars().count();
+    if chars > limit {
+        return Err(ApiError::too_large(format!(
+            "`text` is {chars} characters; a message may have at most {limit}"
+        )));
+    }
+    if body.text.trim().is_empty() && body.images.is_empty() {
+        return Err(ApiError::bad_request("text", "the message is empty"));
+    }
+    let mut images = Vec::with_capacity(body.images.len());
+    for (i, image) in body.images.into_iter().enumerate() {
+        if !image.mime.starts_with("image/") {
+            return Err(ApiError::bad_request(
+                &format!("images[{i}].mime"),
+                "must be an image type such as image/png",
+            ));
+        }
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(image.data.as_bytes())
+            .map_err(|_| ApiError::bad_request(&format!("images[{i}].data"), "is not base64"))?;
+        images.push(Image {
+            mime: image.mime,
+            data: data.into(),
+        });
+    }
+    chat.session
+        .send(UserInput {
+            text: body.text,
+            images,
+        })
+        .map_err(session_error)?;
+    Ok(accepted(&chat))
+}
+
+pub(crate) async fn stop(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    let stopped = chat.session.stop();
+    Ok(Json(json!({"stopped": stopped})).into_response())
+}
+
+pub(crate) async fn retry(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    chat.session.retry_last().map_err(session_error)?;
+    Ok(accepted(&chat))
+}
+
+pub(crate) async fn clear(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    chat.session.clear().map_err(session_error)?;
+    Ok(Json(json!({"last_seq": chat.session.events().last_seq()})).into_response())
+}
+
+pub(crate) async fn compact(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    chat.session.compact().map_err(session_error)?;
+    Ok(accepted(&chat))
+}
+
+// ---- approvals ------------------------------------------------------------
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum AnswerArg {
+    Once,
+    Chat,
+    Always,
+    Deny,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalBody {
+    answer: AnswerArg,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+pub(crate) async fn approval(
+    State(state): St,
+    Path((id, call_id)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    let body: ApprovalBody = read_json(&state, body).await?;
+    if body.note.is_some() && body.answer != AnswerArg::Deny {
+        return Err(ApiError::bad_request(
+            "note",
+            "goes only with the answer \"deny\"",
+        ));
+    }
+    if body.answer == AnswerArg::Always && !offers_always(&chat, &call_id) {
+        return Err(ApiError::bad_request(
+            "answer",
+            "\"always\" is not offered for a bulk question: answer once, chat or deny",
+        ));
+    }
+    let answer = match body.answer {
+        AnswerArg::Once => Answer::Once,
+        AnswerArg::Chat => Answer::ThisChat,
+        AnswerArg::Always => Answer::Always,
+        AnswerArg::Deny => Answer::Deny { note: body.note },
+    };
+    chat.session
+        .answer_approval(&call_id, answer)
+        .map_err(session_error)?;
+    Ok(Json(json!({"answered": true})).into_response())
+}
+
+/// Whether the question for `call_id` offers "always" (the last one asked).
+fn offers_always(chat: &LiveChat, call_id: &str) -> bool {
+    chat.session
+        .events()
+        .entries()
+        .iter()
+        .rev()
+        .find_map(|e| match &e.event {
+            Event::ApprovalNeeded {
+                call_id: c,
+                offer_always,
+                reason,
+            } if c == call_id => {
+                Some(*offer_always && !matches!(reason, ApprovalReason::Bulk { .. }))
+            }
+            _ => None,
+        })
+        .unwrap_or(true)
+}
+
+// ---- permissions ----------------------------------------------------------
+
+#[derive(Serialize)]
+struct ToolRow {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
+    class: ToolClass,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<Rule>,
+}
+
+fn permissions_view(chat: &LiveChat, status: Option<SaveStatus>) -> Value {
+    let permissions = chat.session.permissions();
+    let settings = permissions.settings();
+    let tools: Vec<ToolRow> = chat
+        .host
+        .as_ref()
+        .map(|h| h.tools())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| ToolRow {
+            rule: settings.rules.get(&t.spec.name).copied(),
+            title: t.spec.annotations.title.clone(),
+            name: t.spec.name,
+            class: t.class,
+        })
+        .collect();
+    let (saved, save_error) = match status {
+        Some(SaveStatus::Saved) => (true, None),
+        Some(SaveStatus::Failed(e)) => (false, Some(e)),
+        Some(SaveStatus::NotBound) => (false, None),
+        None => (permissions.path().is_some(), None),
+    };
+    let mut view = json!({
+        "mode": settings.mode,
+        "rules": settings.rules,
+        "bulk_limit": settings.bulk_limit,
+        "saved": saved,
+        "tools": tools,
+    });
+    if let Some(e) = save_error {
+        view["save_error"] = Value::String(e);
+    }
+    view
+}
+
+pub(crate) async fn get_permissions(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    Ok(Json(permissions_view(&chat, None)).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PermissionsBody {
+    #[serde(default)]
+    mode: Option<Mode>,
+    /// Replaces every rule; `null` for a tool removes its rule.
+    #[serde(default)]
+    rules: Option<BTreeMap<String, Option<Rule>>>,
+    #[serde(default)]
+    bulk_limit: Option<u32>,
+}
+
+pub(crate) async fn put_permissions(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    let body: PermissionsBody = read_json(&state, body).await?;
+    let status = chat.session.update_permissions(|s| {
+        if let Some(mode) = body.mode {
+            s.mode = mode;
+        }
+        if let Some(rules) = body.rules {
+            s.rules = rules
+                .into_iter()
+                .filter_map(|(tool, rule)| rule.map(|r| (tool, r)))
+                .collect();
+        }
+        if let Some(limit) = body.bulk_limit {
+            s.bulk_limit = limit;
+        }
+    });
+    Ok(Json(permissions_view(&chat, Some(status))).into_response())
+}
+
+// ---- models ---------------------------------------------------------------
+
+pub(crate) async fn models(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    let groups = menu::with_current(state.menu.menu().await, &chat.model);
+    let current = menu::MenuEntry::from_info(&chat.model);
+    Ok(Json(json!({"current": current, "groups": groups})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SwitchBody {
+    model: String,
+    #[serde(default)]
+    confirm: bool,
+}
+
+pub(crate) async fn switch_model(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    let body: SwitchBody = read_json(&state, body).await?;
+    let model = body.model.trim().to_string();
+    if model.is_empty() {
+        return Err(ApiError::bad_request("model", "is empty"));
+    }
+    if chat.session.is_busy() {
+        return Err(ApiError::busy());
+    }
+    if !body.confirm {
+        let entry = state
+            .menu
+            .menu()
+            .await
+            .into_iter()
+            .flat_map(|g| g.models)
+            .find(|e| e.id == model);
+        let receiver = entry
+            .and_then(|e| e.sends_to)
+            .map(|host| format!(" From then on the conversation is sent to {host}."))
+            .unwrap_or_default();
+        return Err(ApiError::confirm_needed(format!(
+            "Switching to {model} clears this conversation and starts a new chat.{receiver} \
+             Send again with \"confirm\": true."
+        )));
+    }
+    let spec = ChatSpec {
+        model: Some(model),
+        permissions: Some(chat.session.permissions().settings()),
+        ..chat.spec.clone()
+    };
+    let opened = state.opener.open(spec.clone()).await.map_err(open_error)?;
+    let next = LiveChat::new(opened, spec);
+    let link = state.link(&next);
+    match state.chats.replace(&chat.id, next.clone()) {
+        Some(old) => {
+            tokio::spawn(async move { old.end().await });
+            Ok((StatusCode::CREATED, Json(link)).into_response())
+        }
+        None => {
+            // This chat ended while the new one opened.
+            next.end().await;
+            Err(ApiError::forbidden())
+        }
+    }
+}
+
+// ---- events, transcript, images -------------------------------------------
+
+pub(crate) async fn events(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    let after = sse::after(query.as_deref(), last_event_id)?;
+    sse::stream(&state, &chat, after)
+}
+
+pub(crate) async fn transcript(
+    State(state): St,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    let history = chat.session.history();
+    Ok(Json(transcript::render(&history)).into_response())
+}
+
+pub(crate) async fn image(
+    State(state): St,
+    Path((id, call_id, n)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let chat = chat(&state, &headers, &id)?;
+    let n: usize = n
+        .parse()
+        .map_err(|_| ApiError::bad_request("n", "must be the image's index, from 0"))?;
+    let history = chat.session.history();
+    let image = transcript::image(&history, &call_id, n)
+        .ok_or_else(|| ApiError::not_found(format!("tool call `{call_id}` has no image {n}")))?;
+    // Only image types are served as themselves; the sandbox keeps even a
+    // crafted SVG from running script.
+    let mime = if image.mime.starts_with("image/") && !image.mime.contains([';', '\r', '\n']) {
+        image.mime.as_str()
+    } else {
+        "application/octet-stream"
+    };
+    let mut response = image.data.clone().into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(mime).unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; sandbox"),
+    );
+    Ok(response)
+}
+
+// ---- fallbacks ------------------------------------------------------------
+
+pub(crate) async fn not_found() -> ApiError {
+    ApiError::not_found("no such route")
+}
+
+pub(crate) async fn method_not_allowed() -> ApiError {
+    ApiError::method_not_allowed()
+}
+
+/// Headers every response carries.
+pub(crate) async fn security_headers(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+impl AppState {
+    /// Open a chat with `spec` (defaults applied) and add it to the table.
+    pub(crate) async fn open_chat(&self, spec: ChatSpec) -> Result<ChatLink, ApiError> {
+        if self.chats.len() >= self.config.limits.chats {
+            return Err(ApiError::too_many(format!(
+                "{} chats are open, the most this server allows: end one first",
+                self.config.limits.chats
+            )));
+        }
+        let spec = spec.or(&self.config.defaults);
+        let opened = self.opener.open(spec.clone()).await.map_err(open_error)?;
+        let chat = LiveChat::new(opened, spec);
+        let link = self.link(&chat);
+        if let Err(e) = self.chats.insert(chat.clone(), self.config.limits.chats) {
+            chat.end().await;
+            return Err(e);
+        }
+        Ok(link)
+    }
+
+    pub(crate) fn link(&self, chat: &LiveChat) -> ChatLink {
+        ChatLink {
+            page_url: format!(
+                "{}/v1/ui/chat#session={}&token={}",
+                self.config.base_path,
+                chat.id,
+                chat.token()
+            ),
+            session: chat.id.clone(),
+            chat_token: chat.token().to_string(),
+        }
+    }
+}

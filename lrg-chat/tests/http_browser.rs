@@ -1,0 +1,535 @@
+//! The chat page in a real browser (headless Chromium driven over
+//! WebDriver): open it with the token in the fragment, send a message to a
+//! ScriptedModel, see the text stream in, approve a destructive call and see
+//! its card finish with its image, reload and see the same conversation,
+//! stop a turn midway, switch models after the question. Screenshots go to
+//! `target/browser-screens/`.
+//!
+//! Needs `chromium` and `chromedriver` (Debian: `chromium`,
+//! `chromium-driver`); skips loudly without them, and fails under `CI`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod http_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use fantoccini::{Client, ClientBuilder, Locator};
+use futures::future::BoxFuture;
+use http_support::*;
+use lrg_chat::http::{
+    ChatOpener, ChatServer, ChatSpec, HttpConfig, MenuEntry, OpenError, OpenedChat, StaticMenu,
+};
+use lrg_chat::tools::ToolHost;
+use lrg_chat::{ChatSession, FixedModel};
+use lrg_providers::{
+    ChatModel, Image, ModelLocation, Part, ScriptedModel, ScriptedTurn, ToolAnnotations,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// A 48×48 PNG in four colours.
+const PICTURE: &str = "iVBORw0KGgoAAAANSUhEUgAAADAAAAAwCAIAAADYYG7QAAAATElEQVR42u3OMQ0AIAwAMITtRgQiUIIcRKBkIrgwsY8mFdCWI0rEyhJNSEhISEhISEhISEjos9A9UaLvWUJISEhISEhISEhISOiz0ANsUcTTRTeWMwAAAABJRU5ErkJggg==";
+
+fn find(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    names.iter().find_map(|name| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Chromium and chromedriver, or a loud skip (a failure under CI).
+fn browser() -> Option<(PathBuf, PathBuf)> {
+    let chromium = find(&["chromium", "chromium-browser", "google-chrome"]);
+    let driver = find(&["chromedriver"]);
+    match (chromium, driver) {
+        (Some(c), Some(d)) => Some((c, d)),
+        (c, d) => {
+            let why = format!(
+                "the browser test needs chromium and chromedriver on PATH (found chromium: {}, chromedriver: {}); \
+                 on Debian: apt-get install chromium chromium-driver",
+                c.is_some(),
+                d.is_some()
+            );
+            if std::env::var_os("CI").is_some() {
+                panic!("{why}");
+            }
+            eprintln!("SKIPPED: {why}");
+            None
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Ids {
+    /// Photos to delete.
+    ids: Vec<u64>,
+}
+
+/// Opens chats on scripted models by id, with one destructive tool that
+/// returns a picture.
+struct Opener {
+    models: Models,
+}
+
+impl ChatOpener for Opener {
+    fn open(&self, spec: ChatSpec) -> BoxFuture<'_, Result<OpenedChat, OpenError>> {
+        Box::pin(async move {
+            let id = spec.model.clone().unwrap_or_default();
+            let model: Arc<dyn ChatModel> = self
+                .models
+                .lock()
+                .unwrap()
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| OpenError::field("model", format!("unknown model {id}")))?;
+            let info = model.info();
+            let host = Arc::new(ToolHost::new());
+            host.add_fn(
+                "delete_photos",
+                "Delete photos by id; shows what is left.",
+                ToolAnnotations {
+                    title: Some("Delete photos".into()),
+                    ..Default::default()
+                },
+                |a: Ids| async move {
+                    Ok::<_, String>(vec![
+                        Part::text(format!("deleted {} photos; what is left:", a.ids.len())),
+                        Part::Image(Image {
+                            mime: "image/png".into(),
+                            data: base64::engine::general_purpose::STANDARD
+                                .decode(PICTURE)
+                                .unwrap()
+                                .into(),
+                        }),
+                    ])
+                },
+            )
+            .unwrap();
+            let session = ChatSession::builder(Arc::new(FixedModel(model)))
+                .tools(host.clone())
+                .build();
+            Ok(OpenedChat::new(session, info).with_host(host))
+        })
+    }
+}
+
+fn slow(text: &str, delay_ms: u64) -> ScriptedTurn {
+    ScriptedTurn {
+        text: Some(text.into()),
+        delay_ms: Some(delay_ms),
+        ..Default::default()
+    }
+}
+
+struct Driver {
+    process: Child,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn start_driver(driver: &Path) -> (Driver, u16) {
+    let port = free_port();
+    let process = Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let driver = Driver { process };
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return (driver, port);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("chromedriver did not listen on port {port}");
+}
+
+struct Page {
+    client: Client,
+    shots: PathBuf,
+    n: usize,
+}
+
+impl Page {
+    async fn js(&self, script: &str) -> Value {
+        self.client.execute(script, vec![]).await.unwrap()
+    }
+
+    /// Wait until `expr` (a JS expression) is truthy.
+    async fn wait(&self, expr: &str, what: &str) {
+        let script = format!("return !!({expr});");
+        for _ in 0..200 {
+            if self.js(&script).await == json!(true) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(75)).await;
+        }
+        let log = self
+            .js("return document.getElementById('log').innerText")
+            .await;
+        panic!("timed out waiting for {what} ({expr}); the page shows: {log}");
+    }
+
+    async fn click(&self, css: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"))
+            .click()
+            .await
+            .unwrap();
+    }
+
+    async fn type_in(&self, text: &str) {
+        self.client
+            .find(Locator::Css("#input"))
+            .await
+            .unwrap()
+            .send_keys(text)
+            .await
+            .unwrap();
+    }
+
+    async fn shot(&mut self, name: &str) -> PathBuf {
+        self.n += 1;
+        let path = self.shots.join(format!("{:02}-{name}.png", self.n));
+        std::fs::write(&path, self.client.screenshot().await.unwrap()).unwrap();
+        println!("screenshot: {}", path.display());
+        path
+    }
+
+    async fn log_text(&self) -> String {
+        self.js("return document.getElementById('log').innerText")
+            .await
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+}
+
+const ENTER: &str = "\u{E007}";
+const SHIFT: &str = "\u{E008}";
+const RELEASE: &str = "\u{E000}";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_chat_in_a_real_browser() {
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let first = Arc::new(ScriptedModel::named(
+        "first",
+        vec![
+            ScriptedTurn {
+                reasoning: Some("The user greets me; I answer briefly.".into()),
+                ..slow(
+                    "Hello! I can tidy your photos: tell me which ones to delete.",
+                    120,
+                )
+            },
+            call("delete_photos", json!({"ids": [3, 4]})),
+            text("Deleted photos 3 and 4; the picture shows what is left."),
+            slow(
+                &"Once upon a time there was a very long story. ".repeat(40),
+                150,
+            ),
+        ],
+    ));
+    let second = scripted(
+        "second",
+        vec![text("I am the second model, at your service.")],
+    );
+    let models = models(vec![("script:first", first), ("script:second", second)]);
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let menu = StaticMenu(vec![
+        MenuEntry::available("script", "first", ModelLocation::Local),
+        MenuEntry::available("script", "second", ModelLocation::Local),
+        MenuEntry::available("ollama", "qwen3:8b", ModelLocation::Server)
+            .with_sends_to("localhost:11434"),
+        MenuEntry::available("openai", "gpt-4.1", ModelLocation::Cloud)
+            .with_sends_to("api.openai.com"),
+        MenuEntry::unavailable(
+            "anthropic",
+            "claude-sonnet-4-5",
+            ModelLocation::Cloud,
+            "no key: set ANTHROPIC_API_KEY",
+        ),
+    ]);
+    let config = HttpConfig::new(AGENT)
+        .allow_origin(base.clone())
+        .defaults(ChatSpec::new().model("script:first"));
+    let server = ChatServer::new(config, Arc::new(Opener { models }), Arc::new(menu));
+    let app = server.router();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let link = server.open_chat(ChatSpec::new()).await.unwrap();
+
+    let (_driver, port) = start_driver(&driver).await;
+    let profile = tempfile::tempdir().unwrap();
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1100,900",
+                format!("--user-data-dir={}", profile.path().display()),
+            ]
+        }),
+    );
+    let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("a WebDriver session");
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/browser-screens");
+    std::fs::create_dir_all(&shots).unwrap();
+    let mut page = Page {
+        client,
+        shots,
+        n: 0,
+    };
+
+    // 1. Open the page with the token in the fragment.
+    page.client
+        .goto(&format!("{base}{}", link.page_url))
+        .await
+        .unwrap();
+    page.wait(
+        "document.getElementById('conn').textContent === 'live'",
+        "the stream",
+    )
+    .await;
+    page.wait(
+        "document.getElementById('model-button').textContent.includes('script:first')",
+        "the model",
+    )
+    .await;
+    assert!(page.log_text().await.trim().is_empty());
+
+    // Shift+Enter is a new line, not a send.
+    page.type_in(&format!("first line{SHIFT}{ENTER}{RELEASE}second line"))
+        .await;
+    assert_eq!(
+        page.js("return document.getElementById('input').value")
+            .await,
+        json!("first line\nsecond line")
+    );
+    page.js("document.getElementById('input').value = ''; return null")
+        .await;
+
+    // 2-3. Send a message; the text streams in.
+    page.type_in(&format!("hello{ENTER}")).await;
+    page.wait("document.querySelector('.user') && document.querySelector('.user').textContent === 'hello'", "the user message").await;
+    page.wait(
+        "document.querySelector('.turn.live .text') && document.querySelector('.turn.live .text').textContent.length > 0",
+        "streamed text",
+    )
+    .await;
+    let partial = page
+        .js("return document.querySelector('.turn.live .text').textContent")
+        .await;
+    page.shot("streaming").await;
+    page.wait(
+        "document.querySelector('.turn:not(.live) .text')",
+        "the finished turn",
+    )
+    .await;
+    let full = page
+        .js("return document.querySelector('.turn:not(.live) .text').textContent")
+        .await;
+    let (partial, full) = (partial.as_str().unwrap(), full.as_str().unwrap());
+    assert!(
+        full.starts_with(partial) && partial.len() < full.len(),
+        "{partial:?} then {full:?}"
+    );
+    assert_eq!(
+        page.js("return document.querySelector('details.thinking summary').textContent")
+            .await,
+        json!("Thinking")
+    );
+    page.wait("!document.getElementById('send').disabled", "idle")
+        .await;
+
+    // 4. A destructive call waits; approve it; its card finishes with the image.
+    page.type_in(&format!("delete the blurry ones{ENTER}"))
+        .await;
+    page.wait(
+        "document.querySelector('.card .approval .approve-once')",
+        "the approval box",
+    )
+    .await;
+    assert_eq!(
+        page.js("return document.querySelector('.card .badge').textContent")
+            .await,
+        json!("destructive")
+    );
+    assert_eq!(
+        page.js("return document.querySelector('.card .title').textContent")
+            .await,
+        json!("Delete photos")
+    );
+    assert!(
+        page.js("return !!document.querySelector('.approval .approve-always')")
+            .await
+            == json!(true)
+    );
+    page.shot("waiting-approval").await;
+    page.click(".approval .approve-once").await;
+    page.wait("document.querySelector('.card.done')", "the finished card")
+        .await;
+    page.wait("document.querySelector('.card.done img') && document.querySelector('.card.done img').naturalWidth === 48", "the image").await;
+    page.wait(
+        "document.querySelectorAll('.turn:not(.live) .text').length === 2",
+        "the answer after the tool",
+    )
+    .await;
+    page.js("document.querySelector('.card.done details.result').open = true; return null")
+        .await;
+    page.shot("tool-card-with-image").await;
+    let before = page.log_text().await;
+    assert!(before.contains("deleted 2 photos"), "{before}");
+
+    // 5. Reload: the same conversation, rebuilt from the events.
+    page.client.refresh().await.unwrap();
+    page.wait("document.querySelector('.card.done img') && document.querySelector('.card.done img').naturalWidth === 48", "the image after reload").await;
+    page.wait(
+        "document.querySelectorAll('.turn:not(.live) .text').length === 2",
+        "the turns after reload",
+    )
+    .await;
+    page.js("document.querySelector('.card.done details.result').open = true; return null")
+        .await;
+    assert_eq!(
+        page.log_text().await,
+        before,
+        "a reload shows the same conversation"
+    );
+    page.shot("after-reload").await;
+
+    // 6. Stop a turn midway.
+    page.type_in(&format!("tell me a long story{ENTER}")).await;
+    page.wait(
+        "document.querySelector('.turn.live .text') && document.querySelector('.turn.live .text').textContent.length > 20",
+        "the story streaming",
+    )
+    .await;
+    page.click("#stop").await;
+    page.wait(
+        "[...document.querySelectorAll('.notice')].some(n => n.textContent === 'Stopped.')",
+        "stopped",
+    )
+    .await;
+    page.wait(
+        "document.getElementById('stop').disabled && !document.getElementById('send').disabled",
+        "idle after stop",
+    )
+    .await;
+    assert!(!page.log_text().await.contains("very long story. Once upon a time there was a very long story. Once upon a time there was a very long story. Once upon a time there was a very long story. Once upon a time there was a very long story. Once upon a time there was a very long story. Once upon a time there was a very long story. Once upon a time there was a very long story. Once upon a time there was a very long story. Once upon a time there was a very long story. Once upon a time"));
+    page.shot("stopped").await;
+
+    // The permissions panel.
+    page.click("#perm-button").await;
+    page.wait(
+        "document.querySelector('#perm-panel select[data-tool=delete_photos]')",
+        "the permissions panel",
+    )
+    .await;
+    page.shot("permissions").await;
+    page.click("#perm-button").await;
+
+    // 7. Switch models: the menu, the question, then a new chat.
+    page.click("#model-button").await;
+    page.wait(
+        "document.querySelector('#model-menu button[data-model=\"script:second\"]')",
+        "the model menu",
+    )
+    .await;
+    assert_eq!(
+        page.js("return document.querySelector('#model-menu button[data-model=\"anthropic:claude-sonnet-4-5\"]').disabled").await,
+        json!(true)
+    );
+    page.shot("model-menu").await;
+    page.click("#model-menu button[data-model=\"script:second\"]")
+        .await;
+    page.wait(
+        "!document.getElementById('modal').classList.contains('hidden')",
+        "the question",
+    )
+    .await;
+    assert_eq!(
+        page.js("return document.getElementById('modal-confirm').textContent")
+            .await,
+        json!("Clear and start a new chat")
+    );
+    page.shot("switch-question").await;
+    page.click("#modal-confirm").await;
+    page.wait(
+        "document.getElementById('model-button').textContent.includes('script:second')",
+        "the new model",
+    )
+    .await;
+    page.wait(
+        "document.getElementById('conn').textContent === 'live'",
+        "the new stream",
+    )
+    .await;
+    assert!(
+        page.log_text().await.trim().is_empty(),
+        "a new chat starts empty"
+    );
+    page.type_in(&format!("who are you?{ENTER}")).await;
+    page.wait(
+        "document.querySelector('.turn:not(.live) .text')",
+        "the second model's answer",
+    )
+    .await;
+    assert_eq!(
+        page.js("return document.querySelector('.turn:not(.live) .text').textContent")
+            .await,
+        json!("I am the second model, at your service.")
+    );
+    let fragment = page.js("return location.hash").await;
+    assert!(
+        !fragment.as_str().unwrap().contains(&link.session),
+        "the page moved to the new chat"
+    );
+    page.shot("second-model").await;
+
+    // A narrow window stays usable.
+    page.client.set_window_size(420, 820).await.unwrap();
+    page.shot("narrow").await;
+    assert_eq!(
+        server.chat_count(),
+        1,
+        "the first chat ended when the second opened"
+    );
+
+    page.client.close().await.unwrap();
+}

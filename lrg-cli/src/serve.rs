@@ -1,0 +1,266 @@
+//! `lrg serve`: the HTTP API and the chat page on this machine.
+//!
+//! Binds 127.0.0.1 unless told otherwise (another address needs
+//! `--allow-remote` and is warned about), opens a first chat with the
+//! flags' model, tools and permissions, and prints its page URL (the chat
+//! token in the fragment) on stdout. The agent token for opening more chats
+//! is `LRG_AGENT_TOKEN`, or a fresh one written to a 0600 file whose path is
+//! printed. Ctrl-C ends every chat cleanly: streams close, running tools
+//! finish and their results are recorded, tool servers stop.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use lrg_chat::http::{
+    ChatServer, ChatSpec, HttpConfig, MenuEntry, MenuGroup, ModelMenu, StandardOpener,
+};
+use lrg_chat::session::SessionConfig;
+use lrg_providers::{ModelLocation, ProviderError};
+use tokio::sync::Mutex;
+
+use crate::cli::{ModelArgs, ServeArgs};
+use crate::exit::{CliError, Exit};
+use crate::usage;
+
+/// Serve until Ctrl-C.
+pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
+    if !args.bind.is_loopback() && !args.allow_remote {
+        return Err(usage!(
+            "--bind {} is reachable from other machines: add --allow-remote if you mean it",
+            args.bind
+        ));
+    }
+    let (agent_token, token_file) = agent_token()?;
+    let model = match args.model.model.as_deref().map(str::trim) {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => crate::providers::default_model(&args.model).await?,
+    };
+    let settings = crate::setup::permission_settings(&args.permissions)?;
+    let servers = crate::tools::servers(&args.tools)?;
+    let mut defaults = ChatSpec::new().model(model).permissions(settings);
+    if !servers.servers.is_empty() {
+        defaults = defaults.mcp_servers(servers);
+    }
+    if let Some(system) = &args.system {
+        defaults = defaults.system(system.clone());
+    }
+
+    let listener = tokio::net::TcpListener::bind((args.bind, args.port))
+        .await
+        .map_err(|e| usage!("cannot listen on {}:{}: {e}", args.bind, args.port))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| CliError::failed(anyhow::anyhow!("no local address: {e}")))?;
+    let origin = format!("http://{addr}");
+    let mut config = HttpConfig::new(agent_token).defaults(defaults);
+    config = config.allow_origin(origin.clone());
+    if args.bind.is_loopback() {
+        config = config.allow_origin(format!("http://localhost:{}", addr.port()));
+    } else {
+        eprintln!(
+            "lrg: WARNING: listening on {addr}, reachable from other machines; \
+             traffic is plain HTTP, and anyone holding a token can make the model work your tools"
+        );
+    }
+
+    let model_args = args.model.clone();
+    let mut session_config = SessionConfig::default();
+    if let Some(steps) = args.max_steps {
+        session_config.max_steps = steps as usize;
+    }
+    let opener = StandardOpener::new(move |id: &str| {
+        let model_args = ModelArgs {
+            model: Some(id.to_string()),
+            base_url: model_args.base_url.clone(),
+            tool_format: model_args.tool_format,
+        };
+        Box::pin(async move {
+            on_blocking_thread(move || async move {
+                crate::resolve::resolve(&model_args, None)
+                    .await
+                    .map(|r| r.model)
+                    .map_err(|e| e.to_string())
+            })
+            .await
+            .and_then(|r| r)
+            .map_err(|message| ProviderError::Config { message })
+        })
+    })
+    .session_config(session_config);
+    let menu = CliMenu {
+        args: args.model.clone(),
+        cache: Mutex::new(None),
+    };
+    let server = ChatServer::new(config, Arc::new(opener), Arc::new(menu));
+
+    let first = server
+        .open_chat(ChatSpec::new())
+        .await
+        .map_err(|e| usage!("cannot open the first chat: {e}"))?;
+    let url = format!("{origin}{}", first.page_url);
+    if let Some(path) = &token_file {
+        eprintln!(
+            "lrg: agent token (to open chats over the API) is in {}",
+            path.display()
+        );
+    }
+    eprintln!("lrg: serving on {origin} — open this page (Ctrl-C stops):");
+    println!("{url}");
+    if args.open {
+        open_browser(&url);
+    }
+
+    let router = server.router();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let stopping = server.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nlrg: stopping every chat (running tools finish first)…");
+            stopping.shutdown().await;
+        }
+        let _ = done_tx.send(());
+    });
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            let _ = done_rx.await;
+        })
+        .await
+        .map_err(|e| CliError::failed(anyhow::anyhow!("the server failed: {e}")))?;
+    // The token dies with the server: nothing is left to read it from.
+    if let Some(dir) = token_file.as_deref().and_then(std::path::Path::parent) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    eprintln!("lrg: stopped");
+    Ok(Exit::Replied)
+}
+
+/// `LRG_AGENT_TOKEN`, or a fresh token written to a file only this user can
+/// read (returned with its path).
+fn agent_token() -> Result<(String, Option<PathBuf>), CliError> {
+    if let Ok(token) = std::env::var("LRG_AGENT_TOKEN")
+        && !token.trim().is_empty()
+    {
+        return Ok((token.trim().to_string(), None));
+    }
+    let token = lrg_chat::http::generate_token();
+    let dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+        .join(format!("lrg-{}", std::process::id()));
+    let path = dir.join("agent-token");
+    write_private(&dir, &path, &token)
+        .map_err(|e| CliError::failed(anyhow::anyhow!("cannot write {}: {e}", path.display())))?;
+    Ok((token, Some(path)))
+}
+
+#[cfg(unix)]
+fn write_private(
+    dir: &std::path::Path,
+    path: &std::path::Path,
+    token: &str,
+) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(token.as_bytes())
+}
+
+#[cfg(not(unix))]
+fn write_private(
+    dir: &std::path::Path,
+    path: &std::path::Path,
+    token: &str,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(path, token)
+}
+
+/// Run `work` to completion on a blocking thread of this runtime. The
+/// provider code's futures are not provably `Send` (higher-ranked closure
+/// lifetimes), which a router's handlers must be; `block_on` asks no `Send`.
+async fn on_blocking_thread<T, F>(work: impl FnOnce() -> F + Send + 'static) -> Result<T, String>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T>,
+{
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || handle.block_on(work()))
+        .await
+        .map_err(|e| format!("the model lookup failed: {e}"))
+}
+
+fn open_browser(url: &str) {
+    let program = if cfg!(target_os = "macos") {
+        "open"
+    } else if cfg!(windows) {
+        "explorer"
+    } else {
+        "xdg-open"
+    };
+    if let Err(e) = std::process::Command::new(program).arg(url).spawn() {
+        eprintln!("lrg: could not open a browser ({program}: {e}); open the URL above yourself");
+    }
+}
+
+/// The model menu over what `lrg models` lists, kept for a minute (listing
+/// asks every provider over the network).
+struct CliMenu {
+    args: ModelArgs,
+    cache: Mutex<Option<(Instant, Vec<MenuGroup>)>>,
+}
+
+const MENU_TTL: Duration = Duration::from_secs(60);
+
+fn locality(provider: &str) -> ModelLocation {
+    match provider {
+        "openai" | "anthropic" | "gemini" => ModelLocation::Cloud,
+        "ollama" | "lmstudio" | "server" => ModelLocation::Server,
+        _ => ModelLocation::Local,
+    }
+}
+
+impl ModelMenu for CliMenu {
+    fn menu(&self) -> BoxFuture<'_, Vec<MenuGroup>> {
+        Box::pin(async move {
+            let mut cache = self.cache.lock().await;
+            if let Some((at, groups)) = &*cache
+                && at.elapsed() < MENU_TTL
+            {
+                return groups.clone();
+            }
+            let args = self.args.clone();
+            let listing =
+                on_blocking_thread(move || async move { crate::providers::list_all(&args).await })
+                    .await;
+            let mut entries = Vec::new();
+            for p in listing.unwrap_or_default() {
+                if p.available {
+                    for info in &p.models {
+                        entries.push(MenuEntry::from_info(info));
+                    }
+                } else {
+                    entries.push(MenuEntry::unavailable(
+                        p.provider,
+                        "",
+                        locality(p.provider),
+                        p.reason.unwrap_or_else(|| "not available".into()),
+                    ));
+                }
+            }
+            let groups = MenuGroup::group(entries);
+            *cache = Some((Instant::now(), groups.clone()));
+            groups
+        })
+    }
+}

@@ -1,0 +1,188 @@
+//! `lrg serve` as a process: it prints the page URL with a chat token, the
+//! page and the API answer on it, Ctrl-C (SIGINT) stops it cleanly, and it
+//! refuses to listen beyond loopback unless told to.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::Env;
+use serde_json::{Value, json};
+
+const SCRIPT: &str = r#"[{"text": "Hello from the script."}]"#;
+
+fn serve(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lrg"));
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("OLLAMA_HOST", "http://127.0.0.1:9")
+        .current_dir(env.dir.path())
+        .args(["serve", "--port", "0", "--model", "script:turns.json"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// The first stdout line (the page URL), read on a thread with a deadline.
+fn first_line(child: &mut Child) -> String {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("lrg serve printed no URL")
+        .trim()
+        .to_string()
+}
+
+fn interrupt_and_wait(child: &mut Child) -> i32 {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for _ in 0..300 {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code().unwrap_or(-1);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    panic!("lrg serve did not stop within 30 s of Ctrl-C");
+}
+
+#[tokio::test]
+async fn serve_prints_the_page_url_and_answers_on_it() {
+    let env = Env::new();
+    env.file("turns.json", SCRIPT);
+    let mut child = serve(
+        &env,
+        &[],
+        &[("LRG_AGENT_TOKEN", "agent-secret-for-the-test")],
+    );
+    let url = first_line(&mut child);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let (page, fragment) = url.split_once('#').unwrap();
+    assert!(page.ends_with("/v1/ui/chat"), "{url}");
+    let params: std::collections::HashMap<_, _> = fragment
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .collect();
+    let (session, token) = (params["session"], params["token"]);
+    let origin = page.trim_end_matches("/v1/ui/chat");
+    let client = reqwest::Client::new();
+
+    let r = client.get(page).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().contains_key("content-security-policy"));
+    let chat = format!("{origin}/v1/chat/sessions/{session}");
+    let r = client
+        .post(format!("{chat}/messages"))
+        .bearer_auth(token)
+        .header("origin", origin)
+        .json(&json!({"text": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let mut answered = false;
+    for _ in 0..100 {
+        let t: Value = client
+            .get(format!("{chat}/transcript"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if t["messages"].as_array().unwrap().len() == 2 {
+            assert_eq!(
+                t["messages"][1]["parts"][0]["text"],
+                "Hello from the script."
+            );
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(answered, "the scripted model answered");
+    // The agent token opens more chats; a page of another site may not.
+    let open = |origin: &str| {
+        client
+            .post(format!(
+                "{}/v1/chat/sessions",
+                page.trim_end_matches("/v1/ui/chat")
+            ))
+            .bearer_auth("agent-secret-for-the-test")
+            .header("origin", origin)
+            .json(&json!({}))
+            .send()
+    };
+    assert_eq!(open(origin).await.unwrap().status(), 201);
+    assert_eq!(open("http://evil.example").await.unwrap().status(), 403);
+
+    assert_eq!(interrupt_and_wait(&mut child), 0);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("stopping every chat"), "{stderr}");
+    assert!(!stderr.contains("agent-secret-for-the-test"));
+}
+
+#[test]
+fn without_lrg_agent_token_a_fresh_one_is_written_to_a_private_file() {
+    let env = Env::new();
+    env.file("turns.json", SCRIPT);
+    let runtime = env.path("run");
+    std::fs::create_dir(&runtime).unwrap();
+    let mut child = serve(&env, &[], &[("XDG_RUNTIME_DIR", runtime.to_str().unwrap())]);
+    let _url = first_line(&mut child);
+    let dir = std::fs::read_dir(&runtime)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = dir.join("agent-token");
+    let token = std::fs::read_to_string(&file).unwrap();
+    assert!(token.len() >= 43, "{token}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    assert_eq!(interrupt_and_wait(&mut child), 0);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains(file.to_str().unwrap()),
+        "the path is printed: {stderr}"
+    );
+    assert!(!stderr.contains(&token), "the token itself is not");
+    assert!(!file.exists(), "the token file goes when the server stops");
+}
+
+#[test]
+fn listening_beyond_loopback_needs_a_flag() {
+    let env = Env::new();
+    env.file("turns.json", SCRIPT);
+    let out = serve(&env, &["--bind", "0.0.0.0"], &[("LRG_AGENT_TOKEN", "x")])
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
+}

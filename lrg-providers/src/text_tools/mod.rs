@@ -1,0 +1,608 @@
+//! Tool calls written as text: streaming parsers for the formats models use
+//! when the server does not parse tool calls itself (llama-server without
+//! `--jinja`, vLLM without a `--tool-call-parser`, a template without tools).
+//!
+//! [`TextToolParser`] is fed the answer's text deltas, as a wire decoder is
+//! fed frames, and gives back [`TurnEvent`]s: text as soon as it cannot be
+//! the start of a call, reasoning (`<think>…</think>`, Harmony's analysis
+//! channel), and whole [`ToolCall`]s with generated ids. A call is never shown
+//! as text. It is pure and I/O-free, and linear in its input: no delta makes
+//! it re-scan what it already read.
+//!
+//! A call that cannot be read, or names no offered tool, becomes a call to
+//! [`RECOVERY_TOOL`]: its arguments hold a message for the model that restates
+//! what is needed (see [`recovery`]). The session answers it with that message
+//! as the tool result, so a small model sees the fix in its immediate context.
+
+mod decoder;
+mod formats;
+mod json;
+mod mode;
+mod names;
+mod profiles;
+mod prompt;
+mod pythonic;
+pub mod recovery;
+mod scan;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use decoder::TextToolDecoder;
+pub use mode::{TextTurn, ToolMode};
+pub use names::match_tool_name;
+pub use profiles::{Family, ModelProfile, ReasoningFormat, Sampling, profile_for};
+pub use prompt::{render_call, tools_prompt};
+pub use recovery::RECOVERY_TOOL;
+
+use crate::openai::CallIds;
+use crate::{Message, ToolCall, ToolSpec, TurnEvent};
+use formats::{Written, read_body};
+use scan::{Balance, Body, End, Fallback, Hit, Markers, Open, Rule, find};
+
+/// How a model writes tool calls as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum ToolFormat {
+    /// `<tool_call>{"name":…,"arguments":…}</tool_call>` (Qwen 2.5/3, Hermes, Phi).
+    Hermes,
+    /// `<tool_call><function=NAME><parameter=P>…</parameter></function></tool_call>`.
+    Qwen3Coder,
+    /// `[TOOL_CALLS][{"name":…,"arguments":…}]` or `[TOOL_CALLS]NAME[ARGS]{…}`.
+    Mistral,
+    /// `<|python_tag|>{"name":…,"parameters":…}` or the bare JSON object.
+    Llama3,
+    /// gpt-oss: `<|channel|>commentary to=functions.NAME …<|message|>{…}<|call|>`.
+    Harmony,
+    /// `<|tool_call|>[…]` or `<function_call>{…}`.
+    Granite,
+    /// `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>…`.
+    #[serde(rename = "deepseek")]
+    DeepSeek,
+    /// `[get_weather(city="Paris"), add(a=1, b=2)]` (Llama 4 and others).
+    Pythonic,
+    /// ```` ```json {"name":…,"arguments":…} ``` ```` blocks, as a last resort.
+    MarkdownJson,
+}
+
+impl ToolFormat {
+    /// Every format, in the order of the table in the docs.
+    pub const ALL: [ToolFormat; 9] = [
+        ToolFormat::Hermes,
+        ToolFormat::Qwen3Coder,
+        ToolFormat::Mistral,
+        ToolFormat::Llama3,
+        ToolFormat::Harmony,
+        ToolFormat::Granite,
+        ToolFormat::DeepSeek,
+        ToolFormat::Pythonic,
+        ToolFormat::MarkdownJson,
+    ];
+
+    /// The name used on the command line and in serde (`qwen3-coder`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ToolFormat::Hermes => "hermes",
+            ToolFormat::Qwen3Coder => "qwen3-coder",
+            ToolFormat::Mistral => "mistral",
+            ToolFormat::Llama3 => "llama3",
+            ToolFormat::Harmony => "harmony",
+            ToolFormat::Granite => "granite",
+            ToolFormat::DeepSeek => "deepseek",
+            ToolFormat::Pythonic => "pythonic",
+            ToolFormat::MarkdownJson => "markdown-json",
+        }
+    }
+}
+
+impl fmt::Display for ToolFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is no tool format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tool format `{0}`: expected one of {list}", list = ToolFormat::ALL.map(ToolFormat::name).join(", "))]
+pub struct UnknownToolFormat(pub String);
+
+impl FromStr for ToolFormat {
+    type Err = UnknownToolFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let want = s.trim().to_ascii_lowercase().replace('_', "-");
+        ToolFormat::ALL
+            .into_iter()
+            .find(|f| f.name() == want || f.name().replace('-', "") == want)
+            .ok_or_else(|| UnknownToolFormat(s.to_string()))
+    }
+}
+
+/// Where the parser is.
+#[derive(Debug)]
+enum Mode {
+    /// Answer text, watching for the format's markers.
+    Text,
+    /// A streamed region (reasoning, a Harmony text channel) until a closer.
+    Stream { reasoning: bool, closers: Markers },
+    /// A call body until its end.
+    Capture {
+        open: &'static str,
+        end: CaptureEnd,
+        body: Body,
+        fallback: Fallback,
+        text: String,
+        /// The tool name a Harmony header gave.
+        name: Option<String>,
+    },
+    /// A Harmony header until `<|message|>`.
+    Header { opener: &'static str, text: String },
+}
+
+#[derive(Debug)]
+enum CaptureEnd {
+    Marker(Markers),
+    Balanced(Balance),
+}
+
+const HARMONY_MESSAGE: &str = "<|message|>";
+const HARMONY_CLOSERS: [&str; 5] = [
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|start|>",
+    "<|channel|>",
+];
+
+/// The streaming parser of one answer in one [`ToolFormat`]. See the module docs.
+#[derive(Debug)]
+pub struct TextToolParser {
+    format: ToolFormat,
+    rules: &'static [Rule],
+    openers: Markers,
+    tools: Vec<ToolSpec>,
+    names: Vec<String>,
+    ids: CallIds,
+    mode: Mode,
+    /// A held possible marker prefix, at most one marker long.
+    carry: String,
+    /// Nothing but whitespace has been shown as text yet.
+    at_start: bool,
+    calls: usize,
+    failures: usize,
+}
+
+impl TextToolParser {
+    /// A parser for `format` that accepts calls to `tools`.
+    pub fn new(format: ToolFormat, tools: &[ToolSpec]) -> Self {
+        let rules = formats::rules(format);
+        Self {
+            format,
+            rules,
+            openers: Markers::new(rules.iter().map(|r| r.open)),
+            tools: tools.to_vec(),
+            names: tools.iter().map(|t| t.name.clone()).collect(),
+            ids: CallIds::default(),
+            mode: Mode::Text,
+            carry: String::new(),
+            at_start: true,
+            calls: 0,
+            failures: 0,
+        }
+    }
+
+    /// Make generated call ids avoid those already in `history`.
+    pub fn with_history(mut self, history: &[Message]) -> Self {
+        self.ids = CallIds::from_history(history);
+        self
+    }
+
+    /// The format this parser reads.
+    pub fn format(&self) -> ToolFormat {
+        self.format
+    }
+
+    /// Calls emitted so far (recovery calls included).
+    pub fn calls(&self) -> usize {
+        self.calls
+    }
+
+    /// Calls that failed and became [`RECOVERY_TOOL`] calls.
+    pub fn failures(&self) -> usize {
+        self.failures
+    }
+
+    /// Feed the next text delta.
+    pub fn feed(&mut self, delta: &str, out: &mut Vec<TurnEvent>) {
+        if delta.is_empty() {
+            return;
+        }
+        if self.carry.is_empty() {
+            self.run(delta, out);
+        } else {
+            // Only a held marker prefix (a few bytes) is copied.
+            let mut work = std::mem::take(&mut self.carry);
+            work.push_str(delta);
+            self.run(&work, out);
+        }
+    }
+
+    /// The answer ended: flush held text, and read a call cut short by the
+    /// end (it is repaired, or becomes a failure).
+    pub fn finish(&mut self, out: &mut Vec<TurnEvent>) {
+        let carry = std::mem::take(&mut self.carry);
+        match std::mem::replace(&mut self.mode, Mode::Text) {
+            Mode::Text => self.text(&carry, out),
+            Mode::Stream { reasoning, .. } => self.emit(reasoning, &carry, out),
+            Mode::Capture {
+                open,
+                body,
+                fallback,
+                mut text,
+                name,
+                ..
+            } => {
+                text.push_str(&carry);
+                self.finish_call(open, body, fallback, &text, "", name, out);
+            }
+            Mode::Header { .. } => {}
+        }
+    }
+
+    /// Process `work` from the start; whatever might be a cut marker at its
+    /// end is held in `carry`.
+    fn run(&mut self, work: &str, out: &mut Vec<TurnEvent>) {
+        let mut pos = 0;
+        while pos < work.len() {
+            let s = &work[pos..];
+            match &mut self.mode {
+                Mode::Text => {
+                    let at_start = self.at_start;
+                    let rules = self.rules;
+                    let hit = find(s, &self.openers, |i| at_start || !rules[i].start_only);
+                    match hit {
+                        Hit::Full { pos: p, idx } => {
+                            self.text(&s[..p], out);
+                            let rule = self.rules[idx];
+                            pos += p;
+                            if !rule.keep_open {
+                                pos += rule.open.len();
+                            }
+                            self.enter(rule);
+                        }
+                        Hit::Partial { pos: p } => {
+                            self.text(&s[..p], out);
+                            self.carry = s[p..].to_string();
+                            return;
+                        }
+                        Hit::None => {
+                            self.text(s, out);
+                            return;
+                        }
+                    }
+                }
+                Mode::Stream { reasoning, closers } => {
+                    let reasoning = *reasoning;
+                    match find(s, closers, |_| true) {
+                        Hit::Full { pos: p, idx } => {
+                            let closer = closers.get(idx);
+                            self.emit(reasoning, &s[..p], out);
+                            pos += p;
+                            // A closer that opens the next message is read again.
+                            if !self.rules.iter().any(|r| r.open == closer) {
+                                pos += closer.len();
+                            }
+                            self.mode = Mode::Text;
+                        }
+                        Hit::Partial { pos: p } => {
+                            self.emit(reasoning, &s[..p], out);
+                            self.carry = s[p..].to_string();
+                            return;
+                        }
+                        Hit::None => {
+                            self.emit(reasoning, s, out);
+                            return;
+                        }
+                    }
+                }
+                Mode::Header { text, .. } => {
+                    let set = Markers::new([HARMONY_MESSAGE]);
+                    match find(s, &set, |_| true) {
+                        Hit::Full { pos: p, .. } => {
+                            text.push_str(&s[..p]);
+                            pos += p + HARMONY_MESSAGE.len();
+                            self.header_done();
+                        }
+                        Hit::Partial { pos: p } => {
+                            text.push_str(&s[..p]);
+                            self.carry = s[p..].to_string();
+                            return;
+                        }
+                        Hit::None => {
+                            text.push_str(s);
+                            return;
+                        }
+                    }
+                }
+                Mode::Capture { end, text, .. } => {
+                    let done = match end {
+                        CaptureEnd::Marker(closers) => match find(s, closers, |_| true) {
+                            Hit::Full { pos: p, idx } => {
+                                text.push_str(&s[..p]);
+                                let closer = closers.get(idx);
+                                pos += p + closer.len();
+                                Some(closer)
+                            }
+                            Hit::Partial { pos: p } => {
+                                text.push_str(&s[..p]);
+                                self.carry = s[p..].to_string();
+                                return;
+                            }
+                            Hit::None => {
+                                text.push_str(s);
+                                return;
+                            }
+                        },
+                        CaptureEnd::Balanced(balance) => match balance.feed(s) {
+                            Some(p) => {
+                                text.push_str(&s[..p]);
+                                pos += p;
+                                Some("")
+                            }
+                            None => {
+                                text.push_str(s);
+                                return;
+                            }
+                        },
+                    };
+                    if let Some(closer) = done
+                        && let Mode::Capture {
+                            open,
+                            body,
+                            fallback,
+                            text,
+                            name,
+                            ..
+                        } = std::mem::replace(&mut self.mode, Mode::Text)
+                    {
+                        self.finish_call(open, body, fallback, &text, closer, name, out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn enter(&mut self, rule: Rule) {
+        self.mode = match rule.then {
+            Open::Drop => Mode::Text,
+            Open::Reasoning { close } => Mode::Stream {
+                reasoning: true,
+                closers: Markers::new(close.iter().copied()),
+            },
+            Open::HarmonyHeader => Mode::Header {
+                opener: rule.open,
+                text: String::new(),
+            },
+            Open::Call {
+                end,
+                body,
+                fallback,
+            } => Mode::Capture {
+                open: if rule.keep_open { "" } else { rule.open },
+                end: match end {
+                    End::Marker(list) => CaptureEnd::Marker(Markers::new(list.iter().copied())),
+                    End::Balanced => CaptureEnd::Balanced(Balance::default()),
+                },
+                body,
+                fallback,
+                text: String::new(),
+                name: None,
+            },
+        };
+    }
+
+    /// A Harmony header is complete: pick the channel and recipient.
+    fn header_done(&mut self) {
+        let Mode::Header { opener, text } = std::mem::replace(&mut self.mode, Mode::Text) else {
+            return;
+        };
+        let channel = match text.split_once("<|channel|>") {
+            Some((_, after)) => after,
+            None if opener == "<|channel|>" => text.as_str(),
+            None => "",
+        };
+        let channel = channel.split_whitespace().next().unwrap_or("final");
+        let recipient = text
+            .split_whitespace()
+            .chain(text.split("<|"))
+            .find_map(|w| w.strip_prefix("to="))
+            .map(|r| r.split(['<', ' ']).next().unwrap_or(r).to_string());
+        let closers = || Markers::new(HARMONY_CLOSERS);
+        self.mode = match recipient {
+            Some(to) => Mode::Capture {
+                open: "",
+                end: CaptureEnd::Marker(closers()),
+                body: Body::HarmonyArgs,
+                fallback: Fallback::Failure,
+                text: String::new(),
+                name: Some(to.strip_prefix("functions.").unwrap_or(&to).to_string()),
+            },
+            None => Mode::Stream {
+                reasoning: channel.starts_with("analysis"),
+                closers: closers(),
+            },
+        };
+    }
+
+    fn text(&mut self, text: &str, out: &mut Vec<TurnEvent>) {
+        self.emit(false, text, out);
+    }
+
+    fn emit(&mut self, reasoning: bool, text: &str, out: &mut Vec<TurnEvent>) {
+        if text.is_empty() {
+            return;
+        }
+        if reasoning {
+            if let Some(TurnEvent::ReasoningDelta { text: prev }) = out.last_mut() {
+                prev.push_str(text);
+            } else {
+                out.push(TurnEvent::ReasoningDelta {
+                    text: text.to_string(),
+                });
+            }
+            return;
+        }
+        if self.at_start && text.trim().is_empty() {
+            // Leading whitespace is held back with the start: a bare call may follow.
+        } else {
+            self.at_start = false;
+        }
+        if let Some(TurnEvent::TextDelta { text: prev }) = out.last_mut() {
+            prev.push_str(text);
+        } else {
+            out.push(TurnEvent::TextDelta {
+                text: text.to_string(),
+            });
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish_call(
+        &mut self,
+        open: &'static str,
+        body: Body,
+        fallback: Fallback,
+        text: &str,
+        closer: &str,
+        name: Option<String>,
+        out: &mut Vec<TurnEvent>,
+    ) {
+        let tools = &self.tools;
+        let schema_of = |n: &str| -> Option<Value> {
+            match_tool_name(n, &self.names)
+                .and_then(|m| tools.iter().find(|t| t.name == m))
+                .map(|t| t.input_schema.clone())
+        };
+        let read = read_body(body, text, name.as_deref(), &schema_of);
+        let as_text = || format!("{open}{text}{closer}");
+        let calls: Vec<Written> = match read {
+            Ok(calls) => calls,
+            Err(problem) => {
+                if fallback == Fallback::Failure {
+                    self.fail(
+                        recovery::unreadable(self.format, &problem, text, &self.tools),
+                        out,
+                    );
+                } else {
+                    self.text(&as_text(), out);
+                }
+                return;
+            }
+        };
+        if fallback == Fallback::TextUnlessKnown
+            && calls
+                .iter()
+                .any(|(n, _)| match_tool_name(n, &self.names).is_none())
+        {
+            self.text(&as_text(), out);
+            return;
+        }
+        for (written, arguments) in calls {
+            match match_tool_name(&written, &self.names) {
+                Some(name) => {
+                    let id = self.ids.claim(None);
+                    out.push(TurnEvent::ToolCall(ToolCall {
+                        id,
+                        name: name.to_string(),
+                        arguments,
+                    }));
+                    self.calls += 1;
+                }
+                None => {
+                    let message = recovery::unknown_name(self.format, &written, &self.tools);
+                    self.fail(message, out);
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, message: Value, out: &mut Vec<TurnEvent>) {
+        self.failures += 1;
+        self.calls += 1;
+        let id = self.ids.claim(None);
+        tracing::debug!(format = %self.format, "a tool call written as text could not be used");
+        out.push(TurnEvent::ToolCall(ToolCall {
+            id,
+            name: RECOVERY_TOOL.to_string(),
+            arguments: message,
+        }));
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// Feeds `data` to a [`TextToolParser`]: the first byte picks the format, the
+/// second the chunk size, the rest is the answer text (lossy UTF-8). Checks
+/// what holds for any input: no panic, text and reasoning out never longer
+/// than the text in, at most one call per input byte, and every call names an
+/// offered tool or is a [`RECOVERY_TOOL`] call. Shared by the cargo-fuzz target
+/// (`fuzz/`) and the test that runs its seed corpus.
+///
+/// # Panics
+///
+/// When an invariant fails: that is what the fuzzer looks for.
+#[doc(hidden)]
+#[allow(clippy::panic)]
+pub fn fuzz_parse(data: &[u8]) {
+    let [format, chunk, rest @ ..] = data else {
+        return;
+    };
+    let format = ToolFormat::ALL[usize::from(*format) % ToolFormat::ALL.len()];
+    let chunk = usize::from(*chunk).max(1);
+    let text = String::from_utf8_lossy(rest);
+    let tool = |name: &str| ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        input_schema: serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "n": {"type": "integer"}}}),
+        annotations: Default::default(),
+    };
+    let tools = [tool("get_weather"), tool("add")];
+    let mut parser = TextToolParser::new(format, &tools);
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let mut end = (at + chunk).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        parser.feed(&text[at..end], &mut out);
+        at = end;
+    }
+    parser.finish(&mut out);
+    let (mut shown, mut calls) = (0usize, 0usize);
+    for event in &out {
+        match event {
+            TurnEvent::TextDelta { text } | TurnEvent::ReasoningDelta { text } => {
+                shown += text.len();
+            }
+            TurnEvent::ToolCall(call) => {
+                calls += 1;
+                if call.name != RECOVERY_TOOL && !tools.iter().any(|t| t.name == call.name) {
+                    panic!("a call to a tool that was not offered: {call:?}");
+                }
+            }
+            other => panic!("the parser emitted {other:?}"),
+        }
+    }
+    if shown > text.len() {
+        panic!("{shown} bytes of text out for {} in", text.len());
+    }
+    if calls > text.len() {
+        panic!("{calls} calls from {} bytes", text.len());
+    }
+}

@@ -1,0 +1,253 @@
+//! The streaming engine every format shares: text deltas in, text, reasoning
+//! and whole calls out. A format is a table of [`Rule`]s (markers and what
+//! they open); this file only knows how to find markers without re-scanning.
+//!
+//! Each byte is looked at a bounded number of times: text is scanned once for
+//! the first byte of any marker, and only a possible marker prefix at the end
+//! of a delta (shorter than the longest marker) is held back for the next one.
+//! A call body is appended once and parsed once, when its end is found.
+
+/// What a marker opens.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Open {
+    /// Reasoning, streamed until `close`.
+    Reasoning { close: &'static [&'static str] },
+    /// Nothing: the marker (a stray end-of-turn token) is dropped.
+    Drop,
+    /// A call body, read until `end`, then parsed as `body`.
+    Call {
+        end: End,
+        body: Body,
+        fallback: Fallback,
+    },
+    /// A Harmony message header, read until `<|message|>`.
+    HarmonyHeader,
+}
+
+/// Where a call body ends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum End {
+    /// At the first of these markers (or the end of the stream).
+    Marker(&'static [&'static str]),
+    /// When the first JSON/Python value closes: the first `{`, or a `[` or
+    /// `(` when it is the first thing after the marker.
+    Balanced,
+}
+
+/// How a call body is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Body {
+    /// `{"name":…,"arguments":…}`, or a list of them.
+    Json,
+    /// Qwen3-Coder's `<function=NAME><parameter=P>…</parameter></function>`.
+    Qwen3Xml,
+    /// Mistral: a JSON list, or `NAME[ARGS]{…}`.
+    Mistral,
+    /// DeepSeek's `<｜tool▁call▁begin｜>…<｜tool▁sep｜>…` entries.
+    DeepSeek,
+    /// `[f(a=1), g(b="x")]`.
+    Pythonic,
+    /// The arguments of a Harmony call whose name was in the header.
+    HarmonyArgs,
+}
+
+/// What a body that is not a call becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fallback {
+    /// A parse failure (the model meant a call: the marker says so).
+    Failure,
+    /// Text, unless it has the shape of a call (then a call, or a failure
+    /// for an unknown name): bare JSON or a list at the start of an answer.
+    TextUnlessCall,
+    /// Text, unless it is a call to an offered tool (Markdown code blocks).
+    TextUnlessKnown,
+}
+
+/// A marker and what it opens.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rule {
+    pub open: &'static str,
+    pub then: Open,
+    /// Only at the start of the answer (nothing but whitespace before).
+    pub start_only: bool,
+    /// The marker is the body's first character(s) (`{`, `[`, `<function=`).
+    pub keep_open: bool,
+}
+
+impl Rule {
+    pub(crate) const fn new(open: &'static str, then: Open) -> Self {
+        Self {
+            open,
+            then,
+            start_only: false,
+            keep_open: false,
+        }
+    }
+
+    pub(crate) const fn at_start(open: &'static str, then: Open) -> Self {
+        Self {
+            open,
+            then,
+            start_only: true,
+            keep_open: true,
+        }
+    }
+
+    pub(crate) const fn kept(open: &'static str, then: Open) -> Self {
+        Self {
+            open,
+            then,
+            start_only: false,
+            keep_open: true,
+        }
+    }
+}
+
+/// A set of markers with a table of their first bytes, for a fast skip.
+#[derive(Debug, Clone)]
+pub(crate) struct Markers {
+    list: Vec<&'static str>,
+    /// Bit set of the markers' first bytes.
+    first: [u64; 4],
+}
+
+impl Markers {
+    pub(crate) fn new(list: impl IntoIterator<Item = &'static str>) -> Self {
+        let list: Vec<&'static str> = list.into_iter().filter(|m| !m.is_empty()).collect();
+        let mut first = [0u64; 4];
+        for m in &list {
+            let b = m.as_bytes()[0];
+            first[usize::from(b >> 6)] |= 1 << (b & 63);
+        }
+        Self { list, first }
+    }
+
+    fn starts(&self, b: u8) -> bool {
+        self.first[usize::from(b >> 6)] & (1 << (b & 63)) != 0
+    }
+
+    pub(crate) fn get(&self, idx: usize) -> &'static str {
+        self.list.get(idx).copied().unwrap_or("")
+    }
+}
+
+/// Where the first marker in a text is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hit {
+    /// Marker `idx` starts at `pos`.
+    Full { pos: usize, idx: usize },
+    /// The text from `pos` on may be the start of a marker: hold it.
+    Partial { pos: usize },
+    /// No marker can start in this text.
+    None,
+}
+
+/// The first marker of `set` (those `allow` lets through) in `s`.
+pub(crate) fn find(s: &str, set: &Markers, allow: impl Fn(usize) -> bool) -> Hit {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i..].iter().position(|&b| set.starts(b)) {
+            None => return Hit::None,
+            Some(k) => i += k,
+        }
+        let rest = &bytes[i..];
+        let mut partial = false;
+        for (idx, m) in set.list.iter().enumerate() {
+            if !allow(idx) {
+                continue;
+            }
+            let m = m.as_bytes();
+            if rest.starts_with(m) {
+                return Hit::Full { pos: i, idx };
+            }
+            if rest.len() < m.len() && m.starts_with(rest) {
+                partial = true;
+            }
+        }
+        // Markers start with ASCII, so `i` is a character boundary.
+        if partial {
+            return Hit::Partial { pos: i };
+        }
+        i += 1;
+    }
+    Hit::None
+}
+
+/// Tracks brackets and strings to find where a JSON or Python value ends.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Balance {
+    depth: u64,
+    quote: Option<char>,
+    escape: bool,
+    started: bool,
+    seen_text: bool,
+}
+
+impl Balance {
+    /// Feed `s`; the byte index just past the value's closing bracket, if it
+    /// closed in `s`.
+    pub(crate) fn feed(&mut self, s: &str) -> Option<usize> {
+        for (i, c) in s.char_indices() {
+            if !self.started {
+                let first = !self.seen_text;
+                if !c.is_whitespace() {
+                    self.seen_text = true;
+                }
+                // `[` and `(` open a value only as the first thing; a name
+                // before (`NAME[ARGS]{…}`) waits for the `{`.
+                if c == '{' || (first && (c == '[' || c == '(')) {
+                    self.started = true;
+                    self.depth = 1;
+                }
+                continue;
+            }
+            if let Some(q) = self.quote {
+                if self.escape {
+                    self.escape = false;
+                } else if c == '\\' {
+                    self.escape = true;
+                } else if c == q {
+                    self.quote = None;
+                }
+                continue;
+            }
+            match c {
+                '"' | '\'' => self.quote = Some(c),
+                '{' | '[' | '(' => self.depth += 1,
+                '}' | ']' | ')' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        return Some(i + c.len_utf8());
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_reports_full_partial_and_none() {
+        let set = Markers::new(["<tool_call>", "<think>"]);
+        let all = |_| true;
+        assert_eq!(find("ab<think>x", &set, all), Hit::Full { pos: 2, idx: 1 });
+        assert_eq!(find("ab<to", &set, all), Hit::Partial { pos: 2 });
+        assert_eq!(find("a < b", &set, all), Hit::None);
+        assert_eq!(find("é<", &set, all), Hit::Partial { pos: 2 });
+    }
+
+    #[test]
+    fn balance_ends_at_the_closing_bracket() {
+        let mut b = Balance::default();
+        assert_eq!(b.feed(r#" {"a": "}", "b": [1, {"#), None);
+        assert_eq!(b.feed(r#"}]} tail"#), Some(3));
+        let mut named = Balance::default();
+        assert_eq!(named.feed(r#"get[ARGS]{"x": "\"}"} more"#), Some(21));
+    }
+}

@@ -1,0 +1,85 @@
+use serde_json::json;
+
+use super::*;
+
+fn tool(name: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}),
+        annotations: Default::default(),
+    }
+}
+
+fn parse(format: ToolFormat, chunks: &[&str]) -> Vec<TurnEvent> {
+    let mut p = TextToolParser::new(format, &[tool("get_weather"), tool("add")]);
+    let mut out = Vec::new();
+    for c in chunks {
+        p.feed(c, &mut out);
+    }
+    p.finish(&mut out);
+    out
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> TurnEvent {
+    TurnEvent::ToolCall(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    })
+}
+
+fn text(t: &str) -> TurnEvent {
+    TurnEvent::TextDelta { text: t.into() }
+}
+
+#[test]
+fn hermes_call_between_text_split_anywhere() {
+    let got = parse(
+        ToolFormat::Hermes,
+        &[
+            "Sure<",
+            "tool_ca",
+            "ll>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool",
+            "_call> done",
+        ],
+    );
+    assert_eq!(
+        got,
+        vec![
+            text("Sure"),
+            call("call_0", "get_weather", json!({"city": "Paris"})),
+            text(" done")
+        ]
+    );
+}
+
+#[test]
+fn text_streams_as_soon_as_it_cannot_be_a_marker() {
+    let mut p = TextToolParser::new(ToolFormat::Hermes, &[tool("get_weather")]);
+    let mut out = Vec::new();
+    p.feed("a < b and <t", &mut out);
+    assert_eq!(out, vec![text("a < b and ")]);
+    out.clear();
+    p.feed("able>", &mut out);
+    assert_eq!(out, vec![text("<table>")]);
+}
+
+#[test]
+fn unknown_names_and_garbage_become_recovery_calls() {
+    let got = parse(
+        ToolFormat::Hermes,
+        &[
+            "<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call><tool_call>{{{</tool_call>",
+        ],
+    );
+    assert_eq!(got.len(), 2);
+    for event in &got {
+        let TurnEvent::ToolCall(c) = event else {
+            panic!("{event:?}")
+        };
+        assert_eq!(c.name, RECOVERY_TOOL);
+        let r = recovery::Recovery::from_arguments(&c.arguments).unwrap();
+        assert!(r.message.contains("<tool_call>"), "{}", r.message);
+    }
+}
