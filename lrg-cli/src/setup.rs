@@ -4,12 +4,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lrg_chat::permissions::{Mode, PermissionSettings, Rule};
+use lrg_chat::registry::SessionRegistry;
 use lrg_chat::tools::ToolHost;
 use lrg_chat::{ChatSession, FixedModel, Permissions};
 use lrg_providers::ModelInfo;
 use lrg_providers::record::ReplayModel;
 
-use crate::cli::{ModeArg, ModelArgs, PermissionArgs, ToolArgs};
+use crate::cli::{ModeArg, ModelArgs, PermissionArgs, SessionArgs, ToolArgs};
 use crate::exit::CliError;
 use crate::usage;
 
@@ -30,6 +31,8 @@ pub struct SessionFlags<'a> {
     /// Whether a tool server that does not start ends the command (a run)
     /// or is only warned about (a chat).
     pub strict_tools: bool,
+    /// `--session` and `--store`.
+    pub saved: &'a SessionArgs,
 }
 
 /// A session ready to take messages.
@@ -42,6 +45,14 @@ pub struct Ready {
     pub replay: Option<Arc<ReplayModel>>,
     /// The model, as it describes itself.
     pub info: ModelInfo,
+    /// The last event of a resumed chat's history: printing starts after it.
+    pub shown: u64,
+    /// Holds a kept chat's store open (its writer's lock) while it runs.
+    #[expect(
+        dead_code,
+        reason = "held, not read: dropping it releases the chat's lock"
+    )]
+    pub registry: Option<SessionRegistry>,
 }
 
 /// The settings file: `--permissions`, else `lrg/permissions.json` in the
@@ -135,19 +146,37 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     let resolved = crate::resolve::resolve(flags.model, flags.record.map(PathBuf::as_path)).await?;
     let host = crate::tools::host(flags.tools, flags.strict_tools).await?;
     let info = resolved.model.info();
-    let mut builder = ChatSession::builder(Arc::new(FixedModel(resolved.model)))
-        .tools(host.clone())
-        .permissions(permissions);
-    if let Some(system) = flags.system {
-        builder = builder.system_prompt(system);
-    }
-    if let Some(steps) = flags.max_steps {
-        builder = builder.max_steps(steps as usize);
-    }
+    let model = resolved.model;
+    let tools = host.clone();
+    let system = flags.system.map(str::to_string);
+    let max_steps = flags.max_steps;
+    let builder = move || {
+        let mut builder = ChatSession::builder(Arc::new(FixedModel(model.clone())))
+            .tools(tools.clone())
+            .permissions(permissions.clone());
+        if let Some(system) = &system {
+            builder = builder.system_prompt(system.clone());
+        }
+        if let Some(steps) = max_steps {
+            builder = builder.max_steps(steps as usize);
+        }
+        builder
+    };
+    let (session, shown, registry) = match &flags.saved.session {
+        None => (builder().build(), 0, None),
+        Some(key) => {
+            let model_id = info.id();
+            let kept =
+                crate::sessions::open_kept(key, &flags.saved.store, &model_id, builder).await?;
+            (kept.session, kept.shown, Some(kept.registry))
+        }
+    };
     Ok(Ready {
-        session: builder.build(),
+        session,
         host,
         replay: resolved.replay,
         info,
+        shown,
+        registry,
     })
 }
