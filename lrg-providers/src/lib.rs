@@ -18,8 +18,8 @@ pub mod local_chat;
 pub mod record;
 pub mod retry;
 pub mod schema;
-pub mod text_tools;
 pub mod sync;
+pub mod text_tools;
 pub mod transport;
 pub mod wire;
 

@@ -30,8 +30,8 @@ pub use encode::encode;
 pub(crate) use encode::{decimal, function_tool};
 pub use models::parse_models;
 
-use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
 use crate::endpoint::{check_base_url, sends_to};
+use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
 use crate::transport::{HttpTransport, TransportConfig};
 use crate::wire::{Decoder, Framing};
 use crate::{ApiKey, ChatModel, ModelInfo, ProviderError, TurnRequest, TurnStream};
