@@ -7,9 +7,12 @@ pub mod fuzz;
 pub mod http;
 pub mod model_source;
 pub mod permissions;
+pub mod registry;
 pub mod session;
+pub mod store;
 pub mod testing;
 pub mod tools;
+pub mod transcript;
 
 pub use events::{ErrorKind, SkipReason};
 pub use events::{Event, EventLog, LogEntry, Subscription};

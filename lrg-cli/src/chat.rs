@@ -35,6 +35,7 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
         max_steps: args.max_steps,
         record: args.record.as_ref(),
         strict_tools: false,
+        saved: &args.saved,
     })
     .await?;
     let session = ready.session.clone();
@@ -57,7 +58,10 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
             ready.info.id()
         ))
     );
-    let mut running = Running::start(Printer::new(Format::Plain, session.clone(), approver));
+    let mut running = Running::start_after(
+        Printer::new(Format::Plain, session.clone(), approver),
+        ready.shown,
+    );
     let ctrl_c = CtrlC::watch(session.clone(), Exit::Replied);
 
     loop {

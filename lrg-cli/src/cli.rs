@@ -47,6 +47,9 @@ pub enum Command {
     /// List the tools of the configured MCP servers and what the permissions say of them
     #[command(after_help = EXIT_CODES)]
     Tools(ToolsArgs),
+    /// List, show and delete kept chats (`run`/`chat --session KEY`)
+    #[command(after_help = EXIT_CODES)]
+    Sessions(SessionsArgs),
     /// Serve the chat page and the HTTP API (/v1/chat/*); prints the page URL
     ///
     /// Opens a first chat and prints its page URL (the chat token is in the fragment). More
@@ -173,6 +176,8 @@ pub struct RunArgs {
     /// Record every model request and answer to FILE (replay it with --model replay:FILE)
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    #[command(flatten)]
+    pub saved: SessionArgs,
 }
 
 /// `lrg chat`.
@@ -196,6 +201,8 @@ pub struct ChatArgs {
     /// Record every model request and answer to FILE
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    #[command(flatten)]
+    pub saved: SessionArgs,
 }
 
 /// `lrg models`.
@@ -238,6 +245,60 @@ pub struct ToolsArgs {
     /// Print each tool's input schema as shaped for an engine or API
     #[arg(long, value_enum, value_name = "TARGET")]
     pub schema: Option<SchemaArg>,
+}
+
+/// Where chats are kept.
+#[derive(Debug, Clone, Default, Args)]
+pub struct StoreArgs {
+    /// Where chats are kept: a directory, or postgres://... (default: $LRG_STORE, else
+    /// $XDG_DATA_HOME/lrg/sessions)
+    #[arg(
+        long,
+        value_name = "DIR | postgres://...",
+        env = "LRG_STORE",
+        hide_env_values = true
+    )]
+    pub store: Option<String>,
+}
+
+/// A chat kept under a key (`--session`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SessionArgs {
+    /// Keep this chat under KEY and resume it next time (yours: the client key is your OS user)
+    #[arg(long, value_name = "KEY")]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `lrg sessions`.
+#[derive(Debug, Clone, Args)]
+pub struct SessionsArgs {
+    /// What to do (default: list)
+    #[command(subcommand)]
+    pub action: Option<SessionsAction>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print JSON instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// `lrg sessions` subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SessionsAction {
+    /// List your kept chats: key, model, rows, last used
+    List,
+    /// Print a kept chat's transcript
+    Show {
+        /// The chat's key (as given to --session)
+        key: String,
+    },
+    /// Delete a kept chat
+    Rm {
+        /// The chat's key (as given to --session)
+        key: String,
+    },
 }
 
 /// `lrg serve`.

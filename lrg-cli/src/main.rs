@@ -16,6 +16,7 @@ mod providers;
 mod resolve;
 mod run;
 mod serve;
+mod sessions;
 mod setup;
 mod signals;
 mod test;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => chat::chat(args).await,
             Command::Models(args) => models::models(args).await,
             Command::Tools(args) => tools::tools(args).await,
+            Command::Sessions(args) => sessions::sessions(args).await,
             Command::Serve(args) => serve::serve(args).await,
             Command::DemoServer => demo_server::serve().await,
             Command::Test(args) => test::test(args).await,

@@ -416,10 +416,11 @@ pub struct Running {
 }
 
 impl Running {
-    /// Print every event of `printer`'s session from the start.
-    pub fn start(mut printer: Printer) -> Self {
-        let mut events = printer.session.subscribe(0);
-        let (tx, printed) = tokio::sync::watch::channel(0);
+    /// Print the events of `printer`'s session after `after` (a resumed
+    /// chat's history is not printed again).
+    pub fn start_after(mut printer: Printer, after: u64) -> Self {
+        let mut events = printer.session.subscribe(after);
+        let (tx, printed) = tokio::sync::watch::channel(after);
         let (stop, mut stop_rx) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(async move {
             loop {

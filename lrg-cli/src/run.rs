@@ -24,6 +24,7 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
         max_steps: args.max_steps,
         record: args.record.as_ref(),
         strict_tools: true,
+        saved: &args.saved,
     })
     .await?;
     let session = ready.session.clone();
@@ -41,7 +42,7 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
     };
     let printer = Printer::new(format, session.clone(), approver);
     printer.header(&ready.info.id());
-    let running = Running::start(printer);
+    let running = Running::start_after(printer, ready.shown);
     let ctrl_c = CtrlC::watch(session.clone(), Exit::Stopped);
 
     let outcome = match session.send(prompt.as_str()) {

@@ -107,6 +107,14 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
             path.display()
         );
     }
+    // Ctrl-C is listened for before the URL is printed: a script that reads
+    // the URL and at once sends SIGINT must get a clean stop, not a kill.
+    let mut ctrl_c = Box::pin(tokio::signal::ctrl_c());
+    if let std::task::Poll::Ready(Err(e)) = futures::poll!(ctrl_c.as_mut()) {
+        return Err(CliError::failed(anyhow::anyhow!(
+            "cannot listen for Ctrl-C: {e}"
+        )));
+    }
     eprintln!("lrg: serving on {origin} — open this page (Ctrl-C stops):");
     println!("{url}");
     if args.open {
@@ -117,7 +125,7 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let stopping = server.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if ctrl_c.await.is_ok() {
             eprintln!("\nlrg: stopping every chat (running tools finish first)…");
             stopping.shutdown().await;
         }

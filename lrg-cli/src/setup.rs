@@ -4,13 +4,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lrg_chat::permissions::{Mode, PermissionSettings, Rule};
+use lrg_chat::registry::SessionRegistry;
 use lrg_chat::session::SwitchableModel;
 use lrg_chat::tools::ToolHost;
 use lrg_chat::{ChatSession, Permissions};
 use lrg_providers::ModelInfo;
 use lrg_providers::record::ReplayModel;
 
-use crate::cli::{ModeArg, ModelArgs, PermissionArgs, ToolArgs};
+use crate::cli::{ModeArg, ModelArgs, PermissionArgs, SessionArgs, ToolArgs};
 use crate::exit::CliError;
 use crate::usage;
 
@@ -31,6 +32,8 @@ pub struct SessionFlags<'a> {
     /// Whether a tool server that does not start ends the command (a run)
     /// or is only warned about (a chat).
     pub strict_tools: bool,
+    /// `--session` and `--store`.
+    pub saved: &'a SessionArgs,
 }
 
 /// A session ready to take messages.
@@ -45,6 +48,14 @@ pub struct Ready {
     pub replay: Option<Arc<ReplayModel>>,
     /// The model, as it describes itself.
     pub info: ModelInfo,
+    /// The last event of a resumed chat's history: printing starts after it.
+    pub shown: u64,
+    /// Holds a kept chat's store open (its writer's lock) while it runs.
+    #[expect(
+        dead_code,
+        reason = "held, not read: dropping it releases the chat's lock"
+    )]
+    pub registry: Option<SessionRegistry>,
 }
 
 /// The settings file: `--permissions`, else `lrg/permissions.json` in the
@@ -143,22 +154,41 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
         eprintln!("This conversation is sent to {host}");
     }
     let source = Arc::new(SwitchableModel::new(resolved.model));
-    let mut builder = ChatSession::builder(source.clone())
-        .tools(host.clone())
-        .permissions(permissions)
-        // Checked again in the loop, at every turn.
-        .local_only(flags.model.local_only);
-    if let Some(system) = flags.system {
-        builder = builder.system_prompt(system);
-    }
-    if let Some(steps) = flags.max_steps {
-        builder = builder.max_steps(steps as usize);
-    }
+    let tools = host.clone();
+    let system = flags.system.map(str::to_string);
+    let max_steps = flags.max_steps;
+    let local_only = flags.model.local_only;
+    let model_source = source.clone();
+    let builder = move || {
+        let mut builder = ChatSession::builder(model_source.clone())
+            .tools(tools.clone())
+            .permissions(permissions.clone())
+            // Checked again in the loop, at every turn.
+            .local_only(local_only);
+        if let Some(system) = &system {
+            builder = builder.system_prompt(system.clone());
+        }
+        if let Some(steps) = max_steps {
+            builder = builder.max_steps(steps as usize);
+        }
+        builder
+    };
+    let (session, shown, registry) = match &flags.saved.session {
+        None => (builder().build(), 0, None),
+        Some(key) => {
+            let model_id = info.id();
+            let kept =
+                crate::sessions::open_kept(key, &flags.saved.store, &model_id, builder).await?;
+            (kept.session, kept.shown, Some(kept.registry))
+        }
+    };
     Ok(Ready {
-        session: builder.build(),
+        session,
         source,
         host,
         replay: resolved.replay,
         info,
+        shown,
+        registry,
     })
 }

@@ -52,6 +52,7 @@ pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> 
         summary: summary.clone(),
     });
     state.history = vec![Message::user(format!("{SUMMARY_PREFIX}{summary}"))];
+    state.generation += 1;
     state.user_seqs = vec![(0, seq)];
     TurnOutcome::Completed { text: summary }
 }

@@ -20,6 +20,7 @@ mod calls;
 mod compact;
 mod history;
 mod locality;
+mod persist;
 mod run;
 mod switch;
 
@@ -33,7 +34,7 @@ use std::task::{Context, Poll};
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use lrg_providers::{
-    Image, Message, ModelInfo, Part, ProviderError, RetryPolicy, Role, ToolResult, ToolSpec,
+    Image, Message, ModelInfo, Part, ProviderError, RetryPolicy, Role, ToolSpec, Usage,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -44,6 +45,7 @@ use crate::model_source::ModelSource;
 use crate::permissions::{
     Answer, LongestIdArray, PermissionSettings, Permissions, SaveStatus, TargetCounter,
 };
+use crate::store::{SessionId, SessionStore, StoredSession};
 use crate::tools::{ToolOutput, Tools, ToolsError};
 
 pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
@@ -204,6 +206,8 @@ pub struct ChatSessionBuilder {
     target_counter: Arc<dyn TargetCounter>,
     config: SessionConfig,
     local_only: bool,
+    store: Option<(Arc<dyn SessionStore>, SessionId)>,
+    resumed: Option<StoredSession>,
 }
 
 impl ChatSessionBuilder {
@@ -211,6 +215,22 @@ impl ChatSessionBuilder {
     /// such a turn ends with an `error` event of kind `local_only`.
     pub fn local_only(mut self, on: bool) -> Self {
         self.local_only = on;
+        self
+    }
+
+    /// Keep the conversation in `store` as session `id`, which the caller has
+    /// created or resumed there ([`SessionStore::create`],
+    /// [`SessionStore::resume`]): the new rows are appended after each step.
+    pub fn store(mut self, store: Arc<dyn SessionStore>, id: SessionId) -> Self {
+        self.store = Some((store, id));
+        self
+    }
+
+    /// Start from a stored session (what [`SessionStore::resume`] returned):
+    /// its history, grants and usage, with the history told to viewers as
+    /// numbered events first.
+    pub fn resumed(mut self, stored: StoredSession) -> Self {
+        self.resumed = Some(stored);
         self
     }
 
@@ -276,7 +296,8 @@ impl ChatSessionBuilder {
 
     /// The session.
     pub fn build(self) -> ChatSession {
-        ChatSession {
+        let saved = self.resumed.as_ref().map_or(0, |r| r.rows.len());
+        let session = ChatSession {
             shared: Arc::new(Shared {
                 config: self.config,
                 models: self.models,
@@ -287,8 +308,15 @@ impl ChatSessionBuilder {
                 events: EventLog::new(),
                 state: Mutex::default(),
                 local_only: AtomicBool::new(self.local_only),
+                persister: self
+                    .store
+                    .map(|(store, id)| persist::Persister::new(store, id, saved)),
             }),
+        };
+        if let Some(stored) = self.resumed {
+            persist::replay(&session.shared, stored);
         }
+        session
     }
 }
 
@@ -303,6 +331,7 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Whether cloud models are refused (see [`ChatSession::set_local_only`]).
     local_only: AtomicBool,
+    persister: Option<persist::Persister>,
 }
 
 #[derive(Default)]
@@ -322,6 +351,11 @@ struct State {
     /// Where the conversation last went off this machine (provider, host),
     /// as announced with a `sends_to` event; `None`: it stays here.
     sent_to: Option<(String, String)>,
+    /// Bumped whenever the history is cut back or replaced (not only
+    /// extended), so the store rewrites it rather than appending.
+    generation: u64,
+    /// Tokens used so far, over every model turn.
+    usage: Usage,
 }
 
 impl Shared {
@@ -376,6 +410,8 @@ impl ChatSession {
             target_counter: Arc::new(LongestIdArray),
             config: SessionConfig::default(),
             local_only: false,
+            store: None,
+            resumed: None,
         }
     }
 
@@ -420,6 +456,7 @@ impl ChatSession {
         }
         let &(index, seq) = state.user_seqs.last().ok_or(SessionError::NothingToRetry)?;
         state.history.truncate(index + 1);
+        state.generation += 1;
         self.shared.publish(Event::Rewound { to_seq: seq });
         Ok(self.start(&runtime, state, Work::Message))
     }
@@ -447,8 +484,17 @@ impl ChatSession {
         }
         state.history.clear();
         state.user_seqs.clear();
+        state.generation += 1;
         state.chat_allowed.clear();
         self.shared.publish(Event::Cleared);
+        drop(state);
+        // Wiped in the store now, not at the next message.
+        if self.shared.persister.is_some()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let shared = self.shared.clone();
+            runtime.spawn(async move { persist::save(&shared).await });
+        }
         Ok(())
     }
 
@@ -464,6 +510,8 @@ impl ChatSession {
         drop(state);
         let shared = self.shared.clone();
         let task = runtime.spawn(async move {
+            // The user message is kept even if the process dies mid-turn.
+            persist::save(&shared).await;
             let note_stop = matches!(work, Work::Message);
             let work = async {
                 match work {
@@ -492,6 +540,7 @@ impl ChatSession {
                 }
             };
             finish(&shared, &outcome, note_stop);
+            persist::save(&shared).await;
             outcome
         });
         TurnHandle { task }
@@ -540,6 +589,30 @@ impl ChatSession {
         self.shared.lock().history.clone()
     }
 
+    /// The id it is stored under, when it is kept in a store.
+    pub fn store_id(&self) -> Option<&SessionId> {
+        self.shared.persister.as_ref().map(persist::Persister::id)
+    }
+
+    /// Whether it is being saved: kept in a store, and no write has failed.
+    pub async fn is_saving(&self) -> bool {
+        match &self.shared.persister {
+            Some(p) => p.is_saving().await,
+            None => false,
+        }
+    }
+
+    /// Write to the store what it lacks now (done after every step anyway;
+    /// call it to be sure a clear has reached the store).
+    pub async fn save(&self) {
+        persist::save(&self.shared).await;
+    }
+
+    /// Tokens used so far, over every model turn.
+    pub fn usage(&self) -> Usage {
+        self.shared.lock().usage
+    }
+
     /// The event log.
     pub fn events(&self) -> &EventLog {
         &self.shared.events
@@ -568,34 +641,10 @@ impl ChatSession {
 /// error result (only after a panic cut the loop short), so the history stays
 /// one every model API accepts.
 fn answer_unanswered(history: &mut Vec<Message>) {
-    let Some(last_call) = history
-        .iter()
-        .rposition(|m| m.role == Role::Assistant && m.tool_calls().next().is_some())
-    else {
-        return;
-    };
-    let answered: HashSet<&str> = history[last_call + 1..]
-        .iter()
-        .flat_map(|m| m.parts.iter())
-        .filter_map(|p| match p {
-            Part::ToolResult(r) => Some(r.call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    let missing: Vec<ToolResult> = history[last_call]
-        .tool_calls()
-        .filter(|c| !answered.contains(c.id.as_str()))
-        .map(|c| {
-            ToolResult::text(
-                c,
-                "Not run: the session failed before this call could run.",
-                true,
-            )
-        })
-        .collect();
-    if !missing.is_empty() {
-        history.push(Message::tool_results(missing));
-    }
+    crate::store::answer_open_calls(
+        history,
+        "Not run: the session failed before this call could run.",
+    );
 }
 
 enum Work {

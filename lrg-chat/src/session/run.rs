@@ -91,6 +91,7 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             });
             state.history.push(turn.into_message());
         }
+        super::persist::save(shared).await;
         if calls.is_empty() {
             return TurnOutcome::Completed { text };
         }
@@ -99,6 +100,7 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             results.push(calls::handle_call(shared, call, &specs, &mut made, cancel).await);
         }
         shared.lock().history.push(Message::tool_results(results));
+        super::persist::save(shared).await;
         if cancel.is_cancelled() {
             return TurnOutcome::Stopped;
         }
@@ -142,6 +144,14 @@ fn record_usage(
     budget: &Budget,
 ) {
     let mut state = shared.lock();
+    state.usage.prompt_tokens = state
+        .usage
+        .prompt_tokens
+        .saturating_add(usage.prompt_tokens);
+    state.usage.completion_tokens = state
+        .usage
+        .completion_tokens
+        .saturating_add(usage.completion_tokens);
     state
         .overhead
         .entry(model_key.to_string())

@@ -1,0 +1,208 @@
+//! Session store benches: one step appended with `sync_data` (p50/p99
+//! printed, then criterion's timing), loading and resuming a 10,000-row
+//! session (goal: resume < 50 ms on JSONL), and 1,000 idle keyed sessions in
+//! a registry (resident memory and the cost of evicting them all).
+//!
+//! With `--features postgres` and `LRG_BENCH_PG` set to a connection string,
+//! the append and resume figures are measured on PostgreSQL too, side by side.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion, criterion_group};
+use lrg_chat::registry::{OpenRequest, RegistryConfig, SessionRegistry};
+use lrg_chat::store::{
+    JsonlStore, ModelBinding, SessionKeys, SessionMeta, SessionState, SessionStore,
+};
+use lrg_chat::{ChatSession, FixedModel};
+use lrg_providers::{Message, Part, Role, ScriptedModel, ToolCall, ToolResult};
+use serde_json::json;
+
+/// One exchange: a question, a call, its result and the answer.
+fn exchange(i: usize) -> Vec<Message> {
+    let call = ToolCall {
+        id: format!("c{i}"),
+        name: "read_note".into(),
+        arguments: json!({"name": format!("note {i}")}),
+    };
+    vec![
+        Message::user(format!("What does note {i} say?")),
+        Message {
+            role: Role::Assistant,
+            parts: vec![Part::text("Let me look."), Part::ToolCall(call.clone())],
+        },
+        Message::tool_results([ToolResult::text(&call, "buy milk and coffee beans", false)]),
+        Message::assistant(format!("Note {i} says: buy milk and coffee beans.")),
+    ]
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// p50/p99 of appending one step (a row and the state) with sync_data.
+fn append_percentiles(name: &str, rt: &tokio::runtime::Runtime, store: &dyn SessionStore) {
+    let meta = SessionMeta::new(ModelBinding::new("bench:model"));
+    rt.block_on(store.create(&meta)).unwrap();
+    let row = exchange(0);
+    let state = SessionState::default();
+    let mut times = Vec::with_capacity(500);
+    for i in 0..500 {
+        let start = Instant::now();
+        rt.block_on(store.append(&meta.id, &row[i % 4..i % 4 + 1], &state))
+            .unwrap();
+        times.push(start.elapsed());
+    }
+    times.sort();
+    eprintln!(
+        "{name}: append one step with sync: p50 {:?}, p99 {:?} (500 steps)",
+        percentile(&times, 0.5),
+        percentile(&times, 0.99)
+    );
+    rt.block_on(store.delete(&meta.id)).unwrap();
+}
+
+/// A released session of `rows` rows in `store`.
+fn big_session(rt: &tokio::runtime::Runtime, store: &dyn SessionStore, rows: usize) -> SessionMeta {
+    let meta = SessionMeta::new(ModelBinding::new("bench:model"));
+    rt.block_on(store.create(&meta)).unwrap();
+    let mut batch = Vec::new();
+    for i in 0..rows / 4 {
+        batch.extend(exchange(i));
+        if batch.len() >= 400 {
+            rt.block_on(store.append(&meta.id, &batch, &SessionState::default()))
+                .unwrap();
+            batch.clear();
+        }
+    }
+    rt.block_on(store.append(&meta.id, &batch, &SessionState::default()))
+        .unwrap();
+    rt.block_on(store.release(&meta.id));
+    meta
+}
+
+fn jsonl(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::TempDir::new().unwrap();
+    let store = JsonlStore::new(dir.path());
+    append_percentiles("jsonl", &rt, &store);
+
+    let mut group = c.benchmark_group("store_jsonl");
+    let meta = SessionMeta::new(ModelBinding::new("bench:model"));
+    rt.block_on(store.create(&meta)).unwrap();
+    let step = exchange(1);
+    group.bench_function("append_step_sync", |b| {
+        b.iter(|| {
+            rt.block_on(store.append(&meta.id, &step[..1], &SessionState::default()))
+                .unwrap()
+        })
+    });
+
+    let big = big_session(&rt, &store, 10_000);
+    let path = store.path_of(&big.id);
+    let bytes = std::fs::read(&path).unwrap();
+    group.bench_function("load_10000_rows", |b| {
+        b.iter(|| rt.block_on(store.load(&big.id)).unwrap())
+    });
+    // A resume trims the file: each one starts from the full 10,000 rows.
+    group.bench_function("resume_10000_rows", |b| {
+        b.iter_batched(
+            || {
+                std::fs::write(&path, &bytes).unwrap();
+            },
+            |()| {
+                let s = rt.block_on(store.resume(&big.id, 64)).unwrap();
+                rt.block_on(store.release(&big.id));
+                s
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+/// Resident memory of this process, in KiB (Linux; 0 elsewhere).
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4)
+}
+
+/// 1,000 idle keyed sessions: memory they hold, and evicting them all.
+fn idle_sessions() {
+    let rt = runtime();
+    let dir = tempfile::TempDir::new().unwrap();
+    let model = ScriptedModel::new(vec![]);
+    let registry = SessionRegistry::new(
+        move |_: &ModelBinding| {
+            Ok(ChatSession::builder(Arc::new(FixedModel::new(
+                model.clone(),
+            ))))
+        },
+        RegistryConfig::default()
+            .idle(Duration::ZERO)
+            .max_live(2_000),
+    )
+    .with_store(Arc::new(JsonlStore::new(dir.path())));
+    let before = rss_kib();
+    let start = Instant::now();
+    for i in 0..1_000 {
+        let keys = SessionKeys::new("bench", &format!("doc:{i}")).unwrap();
+        rt.block_on(registry.open(OpenRequest::keyed(keys, ModelBinding::new("bench:model"))))
+            .unwrap();
+    }
+    let opened = start.elapsed();
+    let after = rss_kib();
+    let start = Instant::now();
+    let evicted = rt.block_on(registry.evict_idle());
+    let evict = start.elapsed();
+    assert_eq!(evicted, 1_000);
+    eprintln!(
+        "registry: 1,000 idle keyed sessions (JSONL): opened in {opened:?}; about {} KiB resident \
+         ({} KiB each); evicting all took {evict:?} ({:?} each)",
+        after.saturating_sub(before),
+        after.saturating_sub(before) / 1_000,
+        evict / 1_000
+    );
+}
+
+#[cfg(feature = "postgres")]
+fn postgres(c: &mut Criterion) {
+    let Ok(url) = std::env::var("LRG_BENCH_PG") else {
+        eprintln!("postgres: LRG_BENCH_PG is not set; the PostgreSQL figures are skipped");
+        return;
+    };
+    let rt = runtime();
+    let store = rt
+        .block_on(lrg_chat::store::PgStore::connect(&url))
+        .unwrap();
+    append_percentiles("postgres", &rt, &store);
+    let mut group = c.benchmark_group("store_postgres");
+    let big = big_session(&rt, &store, 10_000);
+    group.bench_function("load_10000_rows", |b| {
+        b.iter(|| rt.block_on(store.load(&big.id)).unwrap())
+    });
+    group.finish();
+    rt.block_on(store.delete(&big.id)).unwrap();
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres(_: &mut Criterion) {}
+
+criterion_group!(benches, jsonl, postgres);
+
+fn main() {
+    idle_sessions();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

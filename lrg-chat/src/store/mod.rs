@@ -1,0 +1,434 @@
+//! Durable sessions: what a resumed chat needs, kept in a [`SessionStore`].
+//!
+//! A store keeps, per session, a [`SessionMeta`] (id, keys, the model binding
+//! — `provider:model` and the connection's name, never a key), the history
+//! exactly as the provider saw it (native parts included, so a Claude or
+//! Gemini chat resumes with its signatures) and a [`SessionState`] (grants
+//! "for this chat", usage so far).
+//!
+//! The session appends the new tail of its history after each step it
+//! publishes ([`crate::session::ChatSessionBuilder::store`]), and rewrites the
+//! whole history after a clear, a retry or a compaction. One process writes a
+//! session at a time: [`SessionStore::create`] and [`SessionStore::resume`]
+//! take the writer's place, which [`SessionStore::release`] gives back.
+//!
+//! Two stores: [`JsonlStore`] (one file per session, the embedded default) and,
+//! with the `postgres` feature, `PgStore`. Both pass one conformance suite
+//! (`lrg-chat/tests/store.rs`).
+
+mod jsonl;
+mod keys;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod trim;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+use futures::future::BoxFuture;
+use lrg_providers::{Message, Part, Role, ToolResult, Usage};
+use serde::{Deserialize, Serialize};
+
+pub use jsonl::JsonlStore;
+pub use keys::{KeyError, SessionKey, SessionKeys};
+#[cfg(feature = "postgres")]
+pub use postgres::PgStore;
+pub use trim::trim_start;
+
+/// The format version written in each session's header; a store refuses to
+/// read a newer one.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Default for how many history rows a resume keeps ([`trim_start`]).
+pub const RESUME_ROWS: usize = 64;
+
+/// A session's id: 32 lowercase hex digits, safe in a file name and a URL.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SessionId(String);
+
+impl SessionId {
+    /// A new random id.
+    pub fn random() -> Self {
+        let bytes: [u8; 16] = rand::random();
+        Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for SessionId {
+    type Err = StoreError;
+
+    fn from_str(s: &str) -> Result<Self, StoreError> {
+        // Only what `random` makes: an id also names a file.
+        if s.len() == 32
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            Ok(Self(s.to_string()))
+        } else {
+            Err(StoreError::BadId(s.chars().take(80).collect()))
+        }
+    }
+}
+
+impl TryFrom<String> for SessionId {
+    type Error = StoreError;
+
+    fn try_from(s: String) -> Result<Self, StoreError> {
+        s.parse()
+    }
+}
+
+impl From<SessionId> for String {
+    fn from(id: SessionId) -> String {
+        id.0
+    }
+}
+
+/// Which model a session is bound to: a conversation is never handed to
+/// another model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ModelBinding {
+    /// `provider:model`, e.g. `openai:gpt-4.1`.
+    pub model: String,
+    /// The name of the connection (server, account) it runs on, if the app
+    /// has several; never a key or a URL with credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<String>,
+}
+
+impl ModelBinding {
+    /// A binding to `model` (`provider:model`) on the default connection.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            connection: None,
+        }
+    }
+
+    /// The same binding on the named connection.
+    pub fn with_connection(mut self, connection: impl Into<String>) -> Self {
+        self.connection = Some(connection.into());
+        self
+    }
+}
+
+/// What is fixed for the life of a session (the JSONL header line).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SessionMeta {
+    /// The session's id.
+    pub id: SessionId,
+    /// Who the session belongs to (an app, a token's owner), if anyone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Its client and context keys, when it is keyed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<SessionKeys>,
+    /// The model it runs on.
+    pub model: ModelBinding,
+    /// When it was created, in milliseconds since the Unix epoch.
+    pub created_ms: u64,
+}
+
+impl SessionMeta {
+    /// A new session with a random id, created now.
+    pub fn new(model: ModelBinding) -> Self {
+        Self {
+            id: SessionId::random(),
+            owner: None,
+            keys: None,
+            model,
+            created_ms: now_ms(),
+        }
+    }
+
+    /// The same session with keys.
+    pub fn with_keys(mut self, keys: SessionKeys) -> Self {
+        self.keys = Some(keys);
+        self
+    }
+
+    /// The same session with an owner.
+    pub fn with_owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+}
+
+/// What changes as a session goes on, besides its history.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SessionState {
+    /// Tools the person allowed "for this chat", sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub granted: Vec<String>,
+    /// Tokens used so far, summed over every model turn.
+    #[serde(default)]
+    pub usage: Usage,
+    /// When the session last changed, in milliseconds since the Unix epoch.
+    #[serde(default)]
+    pub updated_ms: u64,
+}
+
+/// A session as read back from a store.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct StoredSession {
+    /// Its fixed part.
+    pub meta: SessionMeta,
+    /// The latest state written.
+    pub state: SessionState,
+    /// The history, every tool call with its result.
+    pub rows: Vec<Message>,
+    /// What was repaired or dropped on the way in (a torn last line, calls
+    /// left without a result by a crash), for a `warning` event.
+    pub warnings: Vec<String>,
+}
+
+/// One line of [`SessionStore::list`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SessionSummary {
+    /// Its fixed part.
+    pub meta: SessionMeta,
+    /// How many history rows it holds (lines in the file, for JSONL).
+    pub rows: usize,
+    /// When it last changed, in milliseconds since the Unix epoch.
+    pub updated_ms: u64,
+}
+
+/// Which sessions [`SessionStore::list`] returns; empty fields match all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListFilter {
+    /// Only this owner's.
+    pub owner: Option<String>,
+    /// Only this client's.
+    pub client_key: Option<String>,
+    /// Only sessions about this context.
+    pub context_key: Option<String>,
+}
+
+impl ListFilter {
+    /// Every session.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// The sessions with exactly these keys.
+    pub fn keys(keys: &SessionKeys) -> Self {
+        Self {
+            owner: None,
+            client_key: Some(keys.client().as_str().to_string()),
+            context_key: Some(keys.context().as_str().to_string()),
+        }
+    }
+
+    /// Whether `meta` passes.
+    pub fn matches(&self, meta: &SessionMeta) -> bool {
+        let keys = meta.keys.as_ref();
+        self.owner
+            .as_ref()
+            .is_none_or(|o| meta.owner.as_ref() == Some(o))
+            && self
+                .client_key
+                .as_ref()
+                .is_none_or(|c| keys.is_some_and(|k| k.client().as_str() == c))
+            && self
+                .context_key
+                .as_ref()
+                .is_none_or(|c| keys.is_some_and(|k| k.context().as_str() == c))
+    }
+}
+
+/// Why a store refused or failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Not a session id.
+    #[error("`{0}` is not a session id (32 lowercase hex digits)")]
+    BadId(String),
+    /// No session with that id.
+    #[error("no stored session `{0}`")]
+    NotFound(SessionId),
+    /// A session with that id exists already.
+    #[error("a stored session `{0}` exists already")]
+    Exists(SessionId),
+    /// Another process (or another handle in this one) writes the session.
+    #[error(
+        "session `{id}` is open in another process (lock held on {}); close it there first",
+        lock.display()
+    )]
+    Locked {
+        /// The session.
+        id: SessionId,
+        /// The lock file (or lock name).
+        lock: PathBuf,
+    },
+    /// This process does not hold the writer's place for the session
+    /// (never created or resumed here, released, or deleted).
+    #[error("session `{0}` is not open for writing here (released or deleted)")]
+    NotOpen(SessionId),
+    /// A stored file or row could not be read; nothing was changed.
+    #[error("{}:{line}: {reason}; the file was left as it is", file.display())]
+    Corrupt {
+        /// The file (or table and session id).
+        file: PathBuf,
+        /// The line (or row number), from 1.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Written by a newer lrg.
+    #[error(
+        "{}: format version {found} is newer than this lrg reads ({FORMAT_VERSION}); \
+         upgrade lrg to open it. The file was left as it is",
+        file.display()
+    )]
+    FutureVersion {
+        /// The file.
+        file: PathBuf,
+        /// The version it says.
+        found: u32,
+    },
+    /// Reading or writing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// What was being read or written.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The database failed.
+    #[error("session database: {0}")]
+    Database(String),
+}
+
+/// Where sessions are kept. See the [module docs](self).
+///
+/// Every method is safe to call from several tasks at once; appends and
+/// rewrites of one session are applied in the order they are called.
+pub trait SessionStore: Send + Sync + std::fmt::Debug {
+    /// Store a new, empty session and take the writer's place for it.
+    fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Load a session, take the writer's place for it, and rewrite it
+    /// trimmed to its newest `max_rows` rows ([`trim_start`]); returns what
+    /// was kept.
+    fn resume<'a>(
+        &'a self,
+        id: &'a SessionId,
+        max_rows: usize,
+    ) -> BoxFuture<'a, Result<StoredSession, StoreError>>;
+
+    /// Append rows (the new tail of the history) and the state after them,
+    /// durably, before returning.
+    fn append<'a>(
+        &'a self,
+        id: &'a SessionId,
+        rows: &'a [Message],
+        state: &'a SessionState,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Replace the whole history and state (after a clear, retry or
+    /// compaction), atomically.
+    fn rewrite<'a>(
+        &'a self,
+        id: &'a SessionId,
+        rows: &'a [Message],
+        state: &'a SessionState,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Read a session without writing it (for listings and transcripts).
+    fn load<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<StoredSession, StoreError>>;
+
+    /// The sessions that pass `filter`, most recently changed first. Files
+    /// that cannot be read are left out (and logged).
+    fn list<'a>(
+        &'a self,
+        filter: &'a ListFilter,
+    ) -> BoxFuture<'a, Result<Vec<SessionSummary>, StoreError>>;
+
+    /// Delete a session, under the writer's lock, so that no late append
+    /// brings it back. Returns whether it existed.
+    fn delete<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Give back the writer's place (the session is evicted or ended here).
+    /// This handle stops writing the session at once; the returned future
+    /// completes when another process may take it (dropping it without
+    /// awaiting leaves that to the store, as a crash would).
+    fn release<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, ()>;
+
+    /// The most recently changed session with exactly these keys.
+    fn find<'a>(
+        &'a self,
+        keys: &'a SessionKeys,
+    ) -> BoxFuture<'a, Result<Option<SessionSummary>, StoreError>> {
+        Box::pin(async move {
+            let filter = ListFilter::keys(keys);
+            Ok(self.list(&filter).await?.into_iter().next())
+        })
+    }
+}
+
+/// The text given to a call a crash left without a result.
+pub const INTERRUPTED_NOTE: &str =
+    "Not finished: the session ended before this call returned; whether it ran is unknown.";
+
+/// Give every call of the last calling assistant message that has no result
+/// an error result saying `note`, so the history is one every model API
+/// accepts. Returns how many calls were answered.
+pub(crate) fn answer_open_calls(history: &mut Vec<Message>, note: &str) -> usize {
+    let Some(last_call) = history
+        .iter()
+        .rposition(|m| m.role == Role::Assistant && m.tool_calls().next().is_some())
+    else {
+        return 0;
+    };
+    let answered: HashSet<&str> = history[last_call + 1..]
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| match p {
+            Part::ToolResult(r) => Some(r.call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let missing: Vec<ToolResult> = history[last_call]
+        .tool_calls()
+        .filter(|c| !answered.contains(c.id.as_str()))
+        .map(|c| ToolResult::text(c, note, true))
+        .collect();
+    let n = missing.len();
+    if n > 0 {
+        history.push(Message::tool_results(missing));
+    }
+    n
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A mutex whose holders leave the data consistent at every step, so a
+/// panic elsewhere is no reason to refuse it.
+pub(crate) fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}

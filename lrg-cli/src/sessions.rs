@@ -1,0 +1,300 @@
+//! Kept chats: `run`/`chat --session KEY` (create-or-resume through a
+//! [`SessionRegistry`]) and `lrg sessions` (list, show, rm).
+//!
+//! A key given on the command line is the session's context key; the client
+//! key is the OS user, so two people on one machine never share a chat.
+
+use std::sync::Arc;
+
+use lrg_chat::ChatSession;
+use lrg_chat::events::Event;
+use lrg_chat::registry::{OpenRequest, OpenedHow, RegistryConfig, RegistryError, SessionRegistry};
+use lrg_chat::session::ChatSessionBuilder;
+use lrg_chat::store::{
+    JsonlStore, ListFilter, ModelBinding, SessionKey, SessionKeys, SessionStore, StoreError,
+};
+use lrg_chat::transcript::{Transcript, TranscriptRow};
+
+use crate::cli::{SessionsAction, SessionsArgs, StoreArgs};
+use crate::exit::{CliError, Exit};
+use crate::usage;
+
+/// The client key of this process: the OS user, made to fit the key rule
+/// (`local` when there is none).
+pub fn client_key() -> String {
+    let user = ["USER", "USERNAME", "LOGNAME"]
+        .into_iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .unwrap_or_default();
+    let fitted: String = user
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._:@-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if SessionKey::parse("client_key", &fitted).is_ok() {
+        fitted
+    } else {
+        "local".into()
+    }
+}
+
+fn keys(key: &str) -> Result<SessionKeys, CliError> {
+    SessionKeys::new(&client_key(), key).map_err(|e| usage!("--session: {e}"))
+}
+
+/// The store `--store` (or `LRG_STORE`, or the default directory) names.
+pub async fn open_store(args: &StoreArgs) -> Result<Arc<dyn SessionStore>, CliError> {
+    let given = args
+        .store
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    match given {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            postgres(url).await
+        }
+        Some(dir) => Ok(Arc::new(JsonlStore::new(dir))),
+        None => match JsonlStore::default_dir() {
+            Some(dir) => Ok(Arc::new(JsonlStore::new(dir))),
+            None => Err(usage!(
+                "no place to keep chats: set --store DIR (or LRG_STORE), XDG_DATA_HOME or HOME"
+            )),
+        },
+    }
+}
+
+#[cfg(feature = "postgres")]
+async fn postgres(url: &str) -> Result<Arc<dyn SessionStore>, CliError> {
+    let store = lrg_chat::store::PgStore::connect(url)
+        .await
+        .map_err(CliError::failed)?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn postgres(_: &str) -> Result<Arc<dyn SessionStore>, CliError> {
+    Err(usage!(
+        "this lrg was built without PostgreSQL support: build it with `--features postgres`, \
+         or give --store a directory"
+    ))
+}
+
+fn store_error(e: StoreError) -> CliError {
+    match e {
+        StoreError::Locked { .. } => CliError::usage(e),
+        other => CliError::failed(other),
+    }
+}
+
+/// A kept chat, opened.
+pub struct Kept {
+    /// The session.
+    pub session: ChatSession,
+    /// Its last replayed history event.
+    pub shown: u64,
+    /// The registry holding it (and its store's lock).
+    pub registry: SessionRegistry,
+}
+
+/// Create or resume the chat kept under `key` on `model` (`provider:model`).
+pub async fn open_kept(
+    key: &str,
+    store: &StoreArgs,
+    model: &str,
+    builder: impl Fn() -> ChatSessionBuilder + Send + Sync + 'static,
+) -> Result<Kept, CliError> {
+    let keys = keys(key)?;
+    let store = open_store(store).await?;
+    let registry = SessionRegistry::new(
+        move |_: &ModelBinding| Ok(builder()),
+        RegistryConfig::default(),
+    )
+    .with_store(store);
+    let opened = registry
+        .open(OpenRequest::keyed(keys, ModelBinding::new(model)))
+        .await
+        .map_err(|e| match e {
+            RegistryError::Store(e) => store_error(e),
+            RegistryError::Keys(e) => usage!("--session: {e}"),
+            other => CliError::failed(other),
+        })?;
+    match &opened.how {
+        OpenedHow::Resumed { rows } => {
+            eprintln!(
+                "lrg: resuming session {key} ({rows} rows; `lrg sessions show {key}` prints them)"
+            )
+        }
+        OpenedHow::Replaced { old_model, .. } => eprintln!(
+            "lrg: session {key} was a chat with {old_model}; a chat never moves to another model, \
+             so it was replaced by a new one with {model}"
+        ),
+        _ => {}
+    }
+    // Printing starts after the replayed history (a warning about the file
+    // comes after it and is shown).
+    let entries = opened.session.events().entries();
+    let shown = entries
+        .iter()
+        .rev()
+        .find(|e| !matches!(e.event, Event::Warning { .. }))
+        .and_then(|e| e.seq)
+        .unwrap_or(0);
+    Ok(Kept {
+        session: opened.session,
+        shown,
+        registry,
+    })
+}
+
+/// `lrg sessions`.
+pub async fn sessions(args: SessionsArgs) -> Result<Exit, CliError> {
+    let store = open_store(&args.store).await?;
+    match args.action.unwrap_or(SessionsAction::List) {
+        SessionsAction::List => list(store.as_ref(), args.json).await,
+        SessionsAction::Show { key } => show(store.as_ref(), &key, args.json).await,
+        SessionsAction::Rm { key } => rm(store.as_ref(), &key).await,
+    }
+}
+
+async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
+    let mut filter = ListFilter::all();
+    filter.client_key = Some(client_key());
+    let all = store.list(&filter).await.map_err(store_error)?;
+    let rows: Vec<_> = all
+        .iter()
+        .map(|s| {
+            let key = s
+                .meta
+                .keys
+                .as_ref()
+                .map(|k| k.context().as_str().to_string())
+                .unwrap_or_default();
+            (key, s)
+        })
+        .collect();
+    if json {
+        let out: Vec<_> = rows
+            .iter()
+            .map(|(key, s)| {
+                serde_json::json!({
+                    "key": key,
+                    "id": s.meta.id,
+                    "model": s.meta.model.model,
+                    "rows": s.rows,
+                    "updated_ms": s.updated_ms,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        return Ok(Exit::Replied);
+    }
+    if rows.is_empty() {
+        eprintln!("no kept chats (start one with `lrg chat --session KEY`)");
+        return Ok(Exit::Replied);
+    }
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(3).max(3);
+    let mwidth = rows
+        .iter()
+        .map(|(_, s)| s.meta.model.model.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    println!(
+        "{:width$}  {:mwidth$}  {:>5}  LAST USED",
+        "KEY", "MODEL", "ROWS"
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    for (key, s) in rows {
+        println!(
+            "{key:width$}  {:mwidth$}  {:>5}  {}",
+            s.meta.model.model,
+            s.rows,
+            ago(now.saturating_sub(s.updated_ms))
+        );
+    }
+    Ok(Exit::Replied)
+}
+
+fn ago(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..60 => "just now".into(),
+        60..3600 => format!("{} min ago", s / 60),
+        3600..86_400 => format!("{} h ago", s / 3600),
+        _ => format!("{} d ago", s / 86_400),
+    }
+}
+
+async fn find(
+    store: &dyn SessionStore,
+    key: &str,
+) -> Result<lrg_chat::store::SessionSummary, CliError> {
+    let keys = SessionKeys::new(&client_key(), key).map_err(|e| usage!("{e}"))?;
+    store
+        .find(&keys)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| usage!("no kept chat `{key}` (`lrg sessions` lists them)"))
+}
+
+async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, CliError> {
+    let found = find(store, key).await?;
+    let stored = store.load(&found.meta.id).await.map_err(store_error)?;
+    for warning in &stored.warnings {
+        eprintln!("lrg: {warning}");
+    }
+    let transcript = Transcript::of(&stored.rows);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&transcript).unwrap_or_default()
+        );
+        return Ok(Exit::Replied);
+    }
+    if transcript.truncated {
+        println!("(older rows left out)");
+    }
+    for row in &transcript.rows {
+        match row {
+            TranscriptRow::User { text, images } => {
+                let images = if *images > 0 {
+                    format!(" [{images} image(s)]")
+                } else {
+                    String::new()
+                };
+                println!("you: {text}{images}");
+            }
+            TranscriptRow::Assistant { text, .. } => println!("model: {text}"),
+            TranscriptRow::ToolCall {
+                tool,
+                arguments,
+                outcome,
+                output,
+                ..
+            } => {
+                let outcome = serde_json::to_value(outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                println!("tool {tool} {arguments} ({outcome}): {output}");
+            }
+            _ => {}
+        }
+    }
+    Ok(Exit::Replied)
+}
+
+async fn rm(store: &dyn SessionStore, key: &str) -> Result<Exit, CliError> {
+    let found = find(store, key).await?;
+    store.delete(&found.meta.id).await.map_err(store_error)?;
+    eprintln!("deleted kept chat {key}");
+    Ok(Exit::Replied)
+}
