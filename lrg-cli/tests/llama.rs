@@ -54,5 +54,6 @@ fn a_missing_gguf_is_a_usage_error() {
         .lrg()
         .args(["run", "--model", "llama:nope.gguf", "hi"]));
     assert_eq!(r.code, 2, "{r:?}");
-    assert!(r.stderr.contains("nope.gguf: no such file"), "{r:?}");
+    assert!(r.stderr.contains("llama:nope.gguf"), "{r:?}");
+    assert!(r.stderr.contains("no such file"), "{r:?}");
 }
