@@ -62,8 +62,8 @@ fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-feature_args=()
-[ -n "$features" ] && feature_args=(--features "$features")
+# `peers`: the peer crates the providers bench runs side by side.
+feature_args=(--features "peers${features:+,$features}")
 
 ran=()
 skipped=()

@@ -114,6 +114,7 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
     );
     let app = server.router();
     tokio::spawn(async move { axum::serve(listener, app).await });
+    lrg_providers::transport::ensure_tls_provider();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()

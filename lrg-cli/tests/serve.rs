@@ -81,6 +81,7 @@ async fn serve_prints_the_page_url_and_answers_on_it() {
         .collect();
     let (session, token) = (params["session"], params["token"]);
     let origin = page.trim_end_matches("/v1/ui/chat");
+    lrg_providers::transport::ensure_tls_provider();
     let client = reqwest::Client::new();
 
     let r = client.get(page).send().await.unwrap();

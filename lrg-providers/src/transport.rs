@@ -54,9 +54,25 @@ pub struct HttpTransport {
 /// Longest error body kept in a message.
 const MAX_ERROR_BODY: usize = 4_000;
 
+/// Make rustls's `ring` provider the process default, unless one is installed
+/// already (an embedding app's own choice wins). lrg's HTTP clients are built
+/// without a provider compiled in, so that the default build needs no cmake;
+/// every place that builds one (this transport, the MCP HTTP client) calls this
+/// first. Cheap after the first call.
+pub fn ensure_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            // Err only when another thread installed one first: theirs stays.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+    });
+}
+
 impl HttpTransport {
     /// A transport with the given timeouts.
     pub fn new(config: TransportConfig) -> Result<Self, ProviderError> {
+        ensure_tls_provider();
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .build()

@@ -511,6 +511,8 @@ async fn connect_http(client: LrgClient, cfg: &HttpServerConfig) -> Result<Clien
     }
     let config =
         StreamableHttpClientTransportConfig::with_uri(cfg.url.as_str()).custom_headers(headers);
+    // rmcp builds its own reqwest client, which needs a TLS provider installed.
+    lrg_providers::transport::ensure_tls_provider();
     let transport = StreamableHttpClientTransport::from_config(config);
     client
         .serve(transport)

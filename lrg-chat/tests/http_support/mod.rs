@@ -101,7 +101,10 @@ pub async fn start(models: Models, tweak: impl FnOnce(HttpConfig) -> HttpConfig)
         server,
         router,
         base,
-        client: reqwest::Client::new(),
+        client: {
+            lrg_providers::transport::ensure_tls_provider();
+            reqwest::Client::new()
+        },
     }
 }
 
