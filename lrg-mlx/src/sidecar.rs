@@ -90,20 +90,22 @@ impl Sidecar {
         // stops the sidecar, rather than hitting Python mid-token.
         #[cfg(unix)]
         cmd.process_group(0);
-        let mut child = cmd.spawn().map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                format!(
-                    "no Python at `{python}`: install Python 3.10 or later, or set {} to one \
+        let mut child = lrg_providers::retry::while_executable_busy(|| cmd.spawn())
+            .await
+            .map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    format!(
+                        "no Python at `{python}`: install Python 3.10 or later, or set {} to one \
                      that has mlx (e.g. a venv's bin/python)",
-                    crate::config::PYTHON_ENV
-                )
-            } else {
-                format!("cannot run `{python}`: {e}")
-            };
-            ProviderError::Config {
-                message: format!("cannot start the MLX sidecar: {hint}"),
-            }
-        })?;
+                        crate::config::PYTHON_ENV
+                    )
+                } else {
+                    format!("cannot run `{python}`: {e}")
+                };
+                ProviderError::Config {
+                    message: format!("cannot start the MLX sidecar: {hint}"),
+                }
+            })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

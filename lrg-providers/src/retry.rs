@@ -4,6 +4,31 @@ use std::time::Duration;
 
 use rand::Rng as _;
 
+/// Runs `spawn` (a process start), retrying briefly while the executable is
+/// "busy".
+///
+/// Linux refuses to exec a file that some process still holds open for
+/// writing (`ETXTBSY`). A launcher written just before the start (a venv
+/// wrapper, a fake CLI in a test) can be held open that way for a moment by
+/// a child that another thread forked while the file was being written; that
+/// child drops it at its own exec, so a few short retries (about 1.3 s in
+/// all) are enough. Any other outcome is returned at once.
+pub async fn while_executable_busy<T>(
+    mut spawn: impl FnMut() -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let mut delay = Duration::from_millis(5);
+    for _ in 0..8 {
+        match spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            other => return other,
+        }
+    }
+    spawn()
+}
+
 /// How transient errors are retried.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryPolicy {

@@ -43,7 +43,7 @@ pub(crate) fn run(
     let name = invocation.spec.name;
     let idle = invocation.idle_timeout;
     Box::pin(async_stream::stream! {
-        let (mut group, _scratch) = match spawn(&invocation) {
+        let (mut group, _scratch) = match spawn(&invocation).await {
             Ok(started) => started,
             Err(e) => {
                 yield Err(e);
@@ -151,7 +151,7 @@ pub(crate) fn run(
 
 /// Start the process: its own group, killed when dropped, cwd an empty
 /// scratch directory (returned, to live as long as the process).
-fn spawn(invocation: &Invocation) -> Result<(Group, tempfile::TempDir), ProviderError> {
+async fn spawn(invocation: &Invocation) -> Result<(Group, tempfile::TempDir), ProviderError> {
     let spec = invocation.spec;
     let scratch = tempfile::Builder::new()
         .prefix("lrg-cli-agent-")
@@ -177,14 +177,16 @@ fn spawn(invocation: &Invocation) -> Result<(Group, tempfile::TempDir), Provider
     #[cfg(unix)]
     wrapped.wrap(ProcessGroup::leader());
     wrapped.wrap(KillOnDrop);
-    let child = wrapped.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ProviderError::Config {
-            message: not_found(spec),
-        },
-        _ => ProviderError::Other {
-            message: format!("cannot start {}: {e}", spec.name),
-        },
-    })?;
+    let child = crate::retry::while_executable_busy(|| wrapped.spawn())
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ProviderError::Config {
+                message: not_found(spec),
+            },
+            _ => ProviderError::Other {
+                message: format!("cannot start {}: {e}", spec.name),
+            },
+        })?;
     Ok((Group(child), scratch))
 }
 
