@@ -150,21 +150,41 @@ pub fn ollama(data: &[u8]) {
     decode(Framing::Ndjson, &mut ollama::OllamaDecoder::new(&[]), data);
 }
 
+/// What an [`AnswerDecoder`] streamed: reasoning, text, or a tool call's
+/// name (`Call(Some)`, its first delta) and arguments (`Call(None)`).
+#[derive(Debug, PartialEq)]
+enum Streamed {
+    Reasoning,
+    Text,
+    Call(Option<String>),
+}
+
 /// What an [`AnswerDecoder`] streamed, with consecutive deltas of one kind
 /// joined, so that feeds cut differently compare equal.
-fn answer_events(text: &str, cuts: &[usize]) -> (Vec<(bool, String)>, String) {
+fn answer_events(text: &str, cuts: &[usize]) -> (Vec<(Streamed, String)>, String) {
     let mut decoder = AnswerDecoder::new();
-    let mut joined: Vec<(bool, String)> = Vec::new();
+    let mut joined: Vec<(Streamed, String)> = Vec::new();
     let mut take = |events: Vec<TurnEvent>| {
         for event in events {
-            let (reasoning, delta) = match event {
-                TurnEvent::ReasoningDelta { text } => (true, text),
-                TurnEvent::TextDelta { text } => (false, text),
+            let (kind, delta) = match event {
+                TurnEvent::ReasoningDelta { text } => (Streamed::Reasoning, text),
+                TurnEvent::TextDelta { text } => (Streamed::Text, text),
+                TurnEvent::ToolCallDelta {
+                    index: 0,
+                    name,
+                    arguments_fragment,
+                    ..
+                } => (Streamed::Call(name), arguments_fragment),
                 other => panic!("AnswerDecoder emitted {other:?}"),
             };
             match joined.last_mut() {
-                Some((kind, text)) if *kind == reasoning => text.push_str(&delta),
-                _ => joined.push((reasoning, delta)),
+                Some((Streamed::Call(_), text)) if kind == Streamed::Call(None) => {
+                    text.push_str(&delta)
+                }
+                Some((last, text)) if *last == kind && kind != Streamed::Call(None) => {
+                    text.push_str(&delta)
+                }
+                _ => joined.push((kind, delta)),
             }
         }
     };

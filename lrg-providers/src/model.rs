@@ -108,6 +108,7 @@ pub enum StopReason {
 /// One event of a streamed turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TurnEvent {
     /// More of the model's reasoning, as decoded.
     ReasoningDelta {
@@ -118,6 +119,35 @@ pub enum TurnEvent {
     TextDelta {
         /// The new text.
         text: String,
+    },
+    /// More of a tool call while the model is still writing it: live only,
+    /// for showing the call early. The [`TurnEvent::ToolCall`] that follows
+    /// is authoritative; a consumer that only runs calls ignores these.
+    ///
+    /// The contract, the same for every adapter:
+    /// - `index` numbers the calls of this turn from 0, in the order their
+    ///   first deltas appear; every fragment of one call carries its index.
+    /// - The first delta of a call carries its `id` (the id its `ToolCall`
+    ///   will have) and its `name`; later ones carry `None` for both, so a
+    ///   fragment costs no copy of them.
+    /// - The `arguments_fragment`s of one call, joined in order, are the
+    ///   arguments' JSON text as the model wrote it (it may be empty on the
+    ///   first delta). An adapter whose provider sends a call whole emits one
+    ///   delta holding all of it.
+    /// - All of a call's deltas come before its `ToolCall`. A call cut off
+    ///   (the answer budget ran out, the stream failed) may have deltas and
+    ///   no `ToolCall`: it never runs, and a viewer drops it when the turn ends.
+    ToolCallDelta {
+        /// The call's number within this turn, from 0.
+        index: u32,
+        /// The call's id, on its first delta only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The tool's name, on its first delta only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// More of the arguments' JSON text.
+        arguments_fragment: String,
     },
     /// A complete tool call.
     ToolCall(ToolCall),
@@ -135,6 +165,17 @@ pub enum TurnEvent {
 /// A streamed turn. After cancellation it ends promptly, at most yielding
 /// `End { stop: Cancelled }`.
 pub type TurnStream = Pin<Box<dyn Stream<Item = Result<TurnEvent, ProviderError>> + Send>>;
+
+/// The one [`TurnEvent::ToolCallDelta`] of a call that arrives whole
+/// (Gemini, Ollama), as call number `index` of its turn.
+pub(crate) fn whole_call_delta(index: u32, call: &ToolCall) -> TurnEvent {
+    TurnEvent::ToolCallDelta {
+        index,
+        id: Some(call.id.clone()),
+        name: Some(call.name.clone()),
+        arguments_fragment: call.arguments.to_string(),
+    }
+}
 
 /// A turn that fails before anything is sent: a stream of just `error`.
 pub(crate) fn failed_turn(error: ProviderError) -> TurnStream {
@@ -244,7 +285,8 @@ pub trait ChatModel: Send + Sync {
     fn info(&self) -> ModelInfo;
 
     /// Run one assistant turn, streamed: reasoning and text deltas as decoded,
-    /// whole tool calls, native parts, usage, then `End`. Cancelling `cancel`
+    /// tool-call deltas while a call is written (where the provider streams
+    /// them) and then each whole tool call, native parts, usage, then `End`. Cancelling `cancel`
     /// stops the stream mid-way.
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream;
 }
@@ -292,6 +334,8 @@ impl AssistantTurn {
                 Some(Part::Text { text: prev }) => prev.push_str(&text),
                 _ => self.parts.push(Part::Text { text }),
             },
+            // Live only: the whole call follows.
+            TurnEvent::ToolCallDelta { .. } => {}
             TurnEvent::ToolCall(call) => self.parts.push(Part::ToolCall(call)),
             TurnEvent::Native(native) => self.parts.push(Part::Native(native)),
             TurnEvent::Usage(usage) => self.usage = Some(usage),

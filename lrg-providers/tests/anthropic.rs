@@ -255,7 +255,16 @@ async fn one_tool_call_is_assembled_from_fragments() {
     events.extend(message_end("tool_use", 25));
     serve(&server, sse(&events)).await;
     let request = ask("show main.rs").tools(vec![tool("read_file")]);
-    let got = turn(&chat(&server.uri()), request).await.unwrap();
+    let all = common::ok_events(common::events(&chat(&server.uri()), request).await);
+    // Named when its block starts, then each input_json_delta as it came.
+    assert_eq!(
+        common::call_deltas(&all, 0),
+        (
+            Some(("toolu_01A".into(), "read_file".into())),
+            r#"{"path": "src/main.rs"}"#.into()
+        )
+    );
+    let got = common::fold(&all);
     assert_eq!(got.text(), "Reading it.");
     assert_eq!(
         got.tool_calls(),

@@ -181,7 +181,17 @@ async fn one_tool_call_with_its_id_and_signature() {
     )]);
     serve(&server, body).await;
     let request = ask("show main.rs").tools(vec![tool("read_file")]);
-    let got = turn(&chat(&server.uri()), request).await.unwrap();
+    let all = common::ok_events(events(&chat(&server.uri()), request).await);
+    // Gemini sends the call whole: one delta holding all of it, first.
+    assert_eq!(
+        common::call_deltas(&all, 0),
+        (
+            Some(("fc-7".into(), "read_file".into())),
+            r#"{"path":"src/main.rs"}"#.into()
+        )
+    );
+    assert!(matches!(all[0], TurnEvent::ToolCallDelta { .. }));
+    let got = common::fold(&all);
     assert_eq!(
         got.parts,
         vec![

@@ -9,6 +9,8 @@
 // Helpers outside #[test] functions are test code too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -663,7 +665,9 @@ fn decode(chunks: &[&str]) -> (String, String) {
             assert!(
                 matches!(
                     event,
-                    TurnEvent::ReasoningDelta { .. } | TurnEvent::TextDelta { .. }
+                    TurnEvent::ReasoningDelta { .. }
+                        | TurnEvent::TextDelta { .. }
+                        | TurnEvent::ToolCallDelta { .. }
                 ),
                 "{event:?}"
             );
@@ -774,8 +778,18 @@ async fn a_call_becomes_one_tool_call_with_a_reproducible_id() {
     }
     let tail: Vec<&TurnEvent> = events
         .iter()
-        .skip_while(|e| matches!(e, TurnEvent::ReasoningDelta { .. }))
+        .skip_while(|e| {
+            matches!(
+                e,
+                TurnEvent::ReasoningDelta { .. } | TurnEvent::ToolCallDelta { .. }
+            )
+        })
         .collect();
+    // The call streamed before it came whole: named, with its id, on the
+    // first delta, and its fragments are the arguments as written.
+    let (first, fragments) = common::call_deltas(&events, 0);
+    assert_eq!(first, Some(("call_3".into(), "search".into())));
+    assert_eq!(fragments, r#"{"path":"src","query":"fn \"main\" \\ é 😀"}"#);
     // The conversation already holds call_1 and call_2.
     assert_eq!(
         tail,

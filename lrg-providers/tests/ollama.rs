@@ -142,7 +142,23 @@ async fn tool_calls_get_ids_and_results_go_back_paired() {
     let model = chat(&server.uri());
     let first =
         ask("Weather and time?").tools(vec![tool("get_weather", "city"), tool("get_time", "tz")]);
-    let answer = turn(&model, first.clone()).await.unwrap();
+    let all = common::ok_events(common::events(&model, first.clone()).await);
+    // Ollama sends calls whole: one delta each, before its call.
+    assert_eq!(
+        common::call_deltas(&all, 0),
+        (
+            Some(("call_1".into(), "get_weather".into())),
+            r#"{"city":"Paris"}"#.into()
+        )
+    );
+    assert_eq!(
+        common::call_deltas(&all, 1),
+        (
+            Some(("call_2".into(), "get_time".into())),
+            r#"{"tz":"Europe/Paris"}"#.into()
+        )
+    );
+    let answer = common::fold(&all);
     assert_eq!(answer.stop, Some(StopReason::ToolCalls));
     let calls: Vec<ToolCall> = answer.tool_calls().into_iter().cloned().collect();
     assert_eq!(

@@ -232,10 +232,23 @@ async fn one_tool_call_streamed_in_fragments() {
     )
     .await;
     let request = ask("Weather in Paris?").tools(vec![weather_tool()]);
-    let all = events(&openai(&server.uri()), request).await;
-    let all: Vec<TurnEvent> = all.into_iter().map(Result::unwrap).collect();
+    let all = common::ok_events(events(&openai(&server.uri()), request).await);
+    // The call streams as it is written: named on its first delta, then its
+    // fragments as they came, all before the whole call.
     assert_eq!(
-        all,
+        common::call_deltas(&all, 0),
+        (
+            Some(("call_Abc123".into(), "get_weather".into())),
+            r#"{"city": "Paris"}"#.into()
+        )
+    );
+    assert!(matches!(all[0], TurnEvent::ToolCallDelta { .. }));
+    let whole: Vec<TurnEvent> = all
+        .into_iter()
+        .filter(|e| !matches!(e, TurnEvent::ToolCallDelta { .. }))
+        .collect();
+    assert_eq!(
+        whole,
         vec![
             TurnEvent::ToolCall(ToolCall {
                 id: "call_Abc123".into(),

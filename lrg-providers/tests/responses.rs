@@ -246,9 +246,29 @@ async fn reasoning_summary_and_two_calls_in_one_turn() {
         })
         .collect();
     assert_eq!(reasoning, "Need weather and time.\n\nCall both.");
+    // Each call streams before it comes whole, its fragments as sent.
+    assert_eq!(
+        common::call_deltas(&all, 0),
+        (
+            Some(("call_w".into(), "get_weather".into())),
+            r#"{"city":"Paris"}"#.into()
+        )
+    );
+    assert_eq!(
+        common::call_deltas(&all, 1),
+        (
+            Some(("call_t".into(), "get_time".into())),
+            r#"{"tz":"Europe/Paris"}"#.into()
+        )
+    );
     let rest: Vec<&TurnEvent> = all
         .iter()
-        .filter(|e| !matches!(e, TurnEvent::ReasoningDelta { .. }))
+        .filter(|e| {
+            !matches!(
+                e,
+                TurnEvent::ReasoningDelta { .. } | TurnEvent::ToolCallDelta { .. }
+            )
+        })
         .collect();
     assert_eq!(
         rest,

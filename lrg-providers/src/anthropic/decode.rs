@@ -25,6 +25,8 @@ pub struct AnthropicDecoder {
     /// Usage read but not yet reported.
     usage_pending: bool,
     stop: Option<StopReason>,
+    /// Tool calls started in this answer (the next call's delta index).
+    calls: u32,
     started: bool,
     done: bool,
 }
@@ -40,6 +42,8 @@ enum Block {
         value: Value,
     },
     ToolUse {
+        /// The call's number in this answer, for its deltas.
+        index: u32,
         id: String,
         name: String,
         json: String,
@@ -61,6 +65,7 @@ impl AnthropicDecoder {
             output_tokens: 0,
             usage_pending: false,
             stop: None,
+            calls: 0,
             started: false,
             done: false,
         }
@@ -204,7 +209,16 @@ impl AnthropicDecoder {
                     .get("input")
                     .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
                     .cloned();
+                let call = self.calls;
+                self.calls += 1;
+                out.push(TurnEvent::ToolCallDelta {
+                    index: call,
+                    id: Some(id.clone()),
+                    name: Some(name.clone()),
+                    arguments_fragment: input.as_ref().map(Value::to_string).unwrap_or_default(),
+                });
                 Block::ToolUse {
+                    index: call,
                     id,
                     name,
                     json: String::new(),
@@ -256,8 +270,17 @@ impl AnthropicDecoder {
             ("signature_delta", Block::Thinking { signature, .. }) => {
                 signature.push_str(delta.signature.as_deref().unwrap_or_default())
             }
-            ("input_json_delta", Block::ToolUse { json, .. }) => {
-                json.push_str(delta.partial_json.as_deref().unwrap_or_default())
+            ("input_json_delta", Block::ToolUse { index, json, .. }) => {
+                let fragment = delta.partial_json.as_deref().unwrap_or_default();
+                if !fragment.is_empty() {
+                    json.push_str(fragment);
+                    out.push(TurnEvent::ToolCallDelta {
+                        index: *index,
+                        id: None,
+                        name: None,
+                        arguments_fragment: fragment.to_string(),
+                    });
+                }
             }
             (_, Block::Ignored) => {}
             (kind, _) => tracing::debug!(delta = kind, index, "anthropic: ignored delta"),
@@ -290,6 +313,7 @@ impl AnthropicDecoder {
                 name,
                 json,
                 input,
+                ..
             } => {
                 let arguments = if json.trim().is_empty() {
                     input.unwrap_or_else(|| json!({}))
@@ -524,6 +548,12 @@ mod tests {
                     value: json!({"type": "thinking", "thinking": "think", "signature": "S"})
                 }),
                 TurnEvent::TextDelta { text: "Hi".into() },
+                TurnEvent::ToolCallDelta {
+                    index: 0,
+                    id: Some("toolu_1".into()),
+                    name: Some("t".into()),
+                    arguments_fragment: r#"{"a":1}"#.into(),
+                },
                 TurnEvent::ToolCall(ToolCall {
                     id: "toolu_1".into(),
                     name: "t".into(),
@@ -595,7 +625,20 @@ mod tests {
             general.event(&kind, &v, &mut b).unwrap();
         }
         assert_eq!(a, b);
-        assert_eq!(a.len(), 6, "{a:?}");
+        // The tool's name when its block starts, then each argument fragment.
+        assert_eq!(a.len(), 9, "{a:?}");
+        let fragments: String = a
+            .iter()
+            .filter_map(|e| match e {
+                TurnEvent::ToolCallDelta {
+                    index: 0,
+                    arguments_fragment,
+                    ..
+                } => Some(arguments_fragment.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(fragments, r#"{"a":1}"#);
     }
 
     #[test]

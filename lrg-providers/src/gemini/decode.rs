@@ -9,6 +9,7 @@ use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use super::PROVIDER;
+use crate::model::whole_call_delta;
 use crate::text::quote;
 use crate::transport::status_error;
 use crate::wire::{Decoder, Frame};
@@ -26,6 +27,8 @@ pub struct GeminiDecoder {
     id_prefix: Option<String>,
     generated: usize,
     saw_call: bool,
+    /// Calls emitted in this answer (the next call's delta index).
+    calls: u32,
     finish: Option<String>,
     usage: Option<Usage>,
     done: bool,
@@ -39,6 +42,7 @@ impl GeminiDecoder {
             id_prefix: None,
             generated: 0,
             saw_call: false,
+            calls: 0,
             finish: None,
             usage: None,
             done: false,
@@ -143,7 +147,11 @@ impl GeminiDecoder {
                 });
             }
         } else if let Some(call) = part.call {
-            out.push(TurnEvent::ToolCall(self.call(call)?));
+            // Gemini sends each call whole: its one delta, then the call.
+            let call = self.call(call)?;
+            out.push(whole_call_delta(self.calls, &call));
+            self.calls += 1;
+            out.push(TurnEvent::ToolCall(call));
             if let Some(s) = part.signature {
                 out.push(self.native(json!({"thoughtSignature": s, "on": "functionCall"})));
             }
@@ -484,12 +492,24 @@ mod tests {
                 TurnEvent::ReasoningDelta {
                     text: "plan".into()
                 },
+                TurnEvent::ToolCallDelta {
+                    index: 0,
+                    id: Some("call_resp42_1".into()),
+                    name: Some("a".into()),
+                    arguments_fragment: r#"{"x":1}"#.into(),
+                },
                 TurnEvent::ToolCall(ToolCall {
                     id: "call_resp42_1".into(),
                     name: "a".into(),
                     arguments: json!({"x": 1})
                 }),
                 native(json!({"thoughtSignature": "SIG", "on": "functionCall"})),
+                TurnEvent::ToolCallDelta {
+                    index: 1,
+                    id: Some("call_resp42_2".into()),
+                    name: Some("b".into()),
+                    arguments_fragment: "{}".into(),
+                },
                 TurnEvent::ToolCall(ToolCall {
                     id: "call_resp42_2".into(),
                     name: "b".into(),

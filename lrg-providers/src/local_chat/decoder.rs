@@ -6,7 +6,8 @@
 //! reply until the very end, and re-parsing the growing prefix at every token
 //! would cost O(n²). Instead this is a small JSON lexer, fed one chunk at a time,
 //! that tracks just enough structure (nesting depth, the current top-level key,
-//! string escapes) to decode the two top-level strings as they arrive. Everything
+//! string escapes) to decode the two top-level strings as they arrive, and to
+//! pass a call's tool name and argument text on as they are written. Everything
 //! it is fed is also kept verbatim for the final, strict parse.
 
 use crate::TurnEvent;
@@ -20,6 +21,8 @@ enum Field {
     Analysis,
     /// The `reply` value: streamed as text.
     Reply,
+    /// The one key of the `call` object: the tool's name.
+    ToolName,
     /// Any other string (tool arguments, unknown keys): not streamed.
     Skip,
 }
@@ -37,6 +40,21 @@ enum Lex {
     Unicode { value: u32, digits: u8 },
 }
 
+/// How far the answer's `call` has been read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CallPart {
+    /// No tool name yet.
+    Waiting,
+    /// Reading the tool's name (decoded into `tool`).
+    Name,
+    /// The name is read; its arguments have not begun.
+    Named,
+    /// Inside the arguments: every character is passed on verbatim.
+    Arguments,
+    /// The arguments are complete.
+    Done,
+}
+
 /// Longest top-level key worth remembering; the answer schema's keys are short,
 /// and a runaway key must not grow memory.
 const MAX_KEY_CHARS: usize = 32;
@@ -47,7 +65,11 @@ const MAX_KEY_CHARS: usize = 32;
 /// Feed it the engine's deltas in order with [`feed`](Self::feed); it returns
 /// [`TurnEvent::ReasoningDelta`]s for the `analysis` string and
 /// [`TurnEvent::TextDelta`]s for the `reply` string, decoded (escapes resolved,
-/// surrogate pairs joined even when split across chunks). Whitespace between
+/// surrogate pairs joined even when split across chunks), and for a `call`
+/// [`TurnEvent::ToolCallDelta`]s with index 0: the first, once the arguments
+/// begin, names the tool (and carries the id set with
+/// [`with_call_id`](Self::with_call_id)); their fragments are the arguments'
+/// JSON text verbatim. Whitespace between
 /// tokens is tolerated, so engines with flexible whitespace work too. Each fed
 /// character is looked at once: the total cost is linear in the answer length.
 #[derive(Debug, Clone)]
@@ -59,6 +81,9 @@ pub struct AnswerDecoder {
     lex: Lex,
     field: Field,
     high_surrogate: Option<u32>,
+    call: CallPart,
+    tool: String,
+    call_id: Option<String>,
 }
 
 impl Default for AnswerDecoder {
@@ -78,7 +103,17 @@ impl AnswerDecoder {
             lex: Lex::Structure,
             field: Field::Skip,
             high_surrogate: None,
+            call: CallPart::Waiting,
+            tool: String::new(),
+            call_id: None,
         }
+    }
+
+    /// The id the first [`TurnEvent::ToolCallDelta`] announces a call with
+    /// (the id its `ToolCall` will get); without one it carries `None`.
+    pub fn with_call_id(mut self, id: impl Into<String>) -> Self {
+        self.call_id = Some(id.into());
+        self
     }
 
     /// Everything fed so far, verbatim.
@@ -103,8 +138,14 @@ impl AnswerDecoder {
     }
 
     fn step(&mut self, c: char, out: &mut Vec<TurnEvent>) {
+        if self.call == CallPart::Arguments {
+            push_fragment(c, out);
+        }
         match self.lex {
-            Lex::Structure => self.structure(c),
+            Lex::Structure => {
+                self.structure(c);
+                self.call_structure(c, out);
+            }
             Lex::Str => self.in_string(c, out),
             Lex::Escape => self.escape(c, out),
             Lex::Unicode { value, digits } => match c.to_digit(16) {
@@ -144,20 +185,42 @@ impl AnswerDecoder {
             ':' if self.depth == 1 => self.expect_key = false,
             '"' => {
                 self.lex = Lex::Str;
-                self.field = if self.depth != 1 {
-                    Field::Skip
-                } else if self.expect_key {
-                    self.key.clear();
-                    Field::Key
-                } else {
-                    match self.key.as_str() {
-                        "analysis" => Field::Analysis,
-                        "reply" => Field::Reply,
-                        _ => Field::Skip,
-                    }
-                };
+                self.field =
+                    if self.depth == 2 && self.key == "call" && self.call == CallPart::Waiting {
+                        self.call = CallPart::Name;
+                        Field::ToolName
+                    } else if self.depth != 1 {
+                        Field::Skip
+                    } else if self.expect_key {
+                        self.key.clear();
+                        Field::Key
+                    } else {
+                        match self.key.as_str() {
+                            "analysis" => Field::Analysis,
+                            "reply" => Field::Reply,
+                            _ => Field::Skip,
+                        }
+                    };
             }
             // Whitespace, numbers, literals: nothing to track.
+            _ => {}
+        }
+    }
+
+    /// Follow the `call` object: its arguments begin with the container that
+    /// opens depth 3 after the tool's name and end when depth is back at 2.
+    fn call_structure(&mut self, c: char, out: &mut Vec<TurnEvent>) {
+        match (&self.call, c) {
+            (CallPart::Named, '{' | '[') if self.depth == 3 => {
+                self.call = CallPart::Arguments;
+                out.push(TurnEvent::ToolCallDelta {
+                    index: 0,
+                    id: self.call_id.take(),
+                    name: Some(std::mem::take(&mut self.tool)),
+                    arguments_fragment: c.to_string(),
+                });
+            }
+            (CallPart::Arguments, '}' | ']') if self.depth == 2 => self.call = CallPart::Done,
             _ => {}
         }
     }
@@ -167,6 +230,9 @@ impl AnswerDecoder {
             '"' => {
                 self.flush_surrogate(out);
                 self.lex = Lex::Structure;
+                if self.field == Field::ToolName {
+                    self.call = CallPart::Named;
+                }
             }
             '\\' => self.lex = Lex::Escape,
             _ => {
@@ -244,8 +310,25 @@ impl AnswerDecoder {
                     text: c.to_string(),
                 }),
             },
+            Field::ToolName => self.tool.push(c),
             Field::Skip => {}
         }
+    }
+}
+
+/// One more character of the call's arguments, joined to the delta this feed
+/// already holds.
+fn push_fragment(c: char, out: &mut Vec<TurnEvent>) {
+    match out.last_mut() {
+        Some(TurnEvent::ToolCallDelta {
+            arguments_fragment, ..
+        }) => arguments_fragment.push(c),
+        _ => out.push(TurnEvent::ToolCallDelta {
+            index: 0,
+            id: None,
+            name: None,
+            arguments_fragment: c.to_string(),
+        }),
     }
 }
 
@@ -253,19 +336,58 @@ impl AnswerDecoder {
 mod tests {
     use super::*;
 
-    fn decode_in(chunks: &[&str]) -> (String, String) {
-        let mut d = AnswerDecoder::new();
+    /// Reasoning, text, and the call's name and joined arguments.
+    fn decode_calls(chunks: &[&str]) -> (String, String, Option<(String, String)>) {
+        let mut d = AnswerDecoder::new().with_call_id("call_9");
         let (mut reasoning, mut text) = (String::new(), String::new());
+        let mut call: Option<(String, String)> = None;
         for chunk in chunks {
             for event in d.feed(chunk) {
                 match event {
                     TurnEvent::ReasoningDelta { text: t } => reasoning.push_str(&t),
                     TurnEvent::TextDelta { text: t } => text.push_str(&t),
+                    TurnEvent::ToolCallDelta {
+                        index: 0,
+                        id,
+                        name,
+                        arguments_fragment,
+                    } => match (&mut call, name) {
+                        (None, Some(name)) => {
+                            assert_eq!(id.as_deref(), Some("call_9"));
+                            call = Some((name, arguments_fragment));
+                        }
+                        (Some((_, args)), None) => {
+                            assert_eq!(id, None);
+                            args.push_str(&arguments_fragment);
+                        }
+                        (_, name) => panic!("name {name:?} on the wrong delta"),
+                    },
                     other => panic!("unexpected event {other:?}"),
                 }
             }
         }
+        (reasoning, text, call)
+    }
+
+    fn decode_in(chunks: &[&str]) -> (String, String) {
+        let (reasoning, text, _) = decode_calls(chunks);
         (reasoning, text)
+    }
+
+    #[test]
+    fn call_name_and_arguments_stream_verbatim() {
+        let answer =
+            r#"{"analysis": "go", "call": {"move_\u0069tems": {"ids": [1, 2], "to": "a}\"b"}}}"#;
+        let args = r#"{"ids": [1, 2], "to": "a}\"b"}"#;
+        let chars: Vec<String> = answer.chars().map(String::from).collect();
+        let charwise: Vec<&str> = chars.iter().map(String::as_str).collect();
+        for chunks in [vec![answer], charwise] {
+            let (r, t, call) = decode_calls(&chunks);
+            assert_eq!((r.as_str(), t.as_str()), ("go", ""));
+            let (name, joined) = call.expect("a call was streamed");
+            assert_eq!(name, "move_items");
+            assert_eq!(joined, args);
+        }
     }
 
     #[test]

@@ -152,7 +152,7 @@ impl ChatModel for LocalChatModel {
                 return;
             }
             let mut events = engine.generate(turn, cancel.clone());
-            let mut decoder = AnswerDecoder::new();
+            let mut decoder = AnswerDecoder::new().with_call_id(call_id.clone());
             let (usage, stop) = loop {
                 let event = tokio::select! {
                     biased;

@@ -3,6 +3,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::model::whole_call_delta;
 use crate::openai::{CallIds, frame_error, stream_error};
 use crate::wire::{Decoder, Frame};
 use crate::{Message, ProviderError, StopReason, ToolCall, TurnEvent, Usage};
@@ -12,6 +13,8 @@ use crate::{Message, ProviderError, StopReason, ToolCall, TurnEvent, Usage};
 pub struct OllamaDecoder {
     ids: CallIds,
     emitted_calls: bool,
+    /// Calls emitted in this answer (the next call's delta index).
+    calls: u32,
     ended: bool,
 }
 
@@ -21,6 +24,7 @@ impl OllamaDecoder {
         Self {
             ids: CallIds::from_history(history),
             emitted_calls: false,
+            calls: 0,
             ended: false,
         }
     }
@@ -36,9 +40,13 @@ impl OllamaDecoder {
             if let Some(text) = text_of(message.content) {
                 out.push(TurnEvent::TextDelta { text });
             }
-            // Calls arrive whole, so each goes out as soon as it is read.
+            // Calls arrive whole, so each goes out as soon as it is read,
+            // after its one delta.
             for call in message.tool_calls.unwrap_or_default() {
-                out.push(TurnEvent::ToolCall(self.call(call)?));
+                let call = self.call(call)?;
+                out.push(whole_call_delta(self.calls, &call));
+                self.calls += 1;
+                out.push(TurnEvent::ToolCall(call));
             }
         }
         if line.done == Some(true) {

@@ -61,11 +61,23 @@ fn thinking_text_calls_usage_in_order() {
         [
             TurnEvent::ReasoningDelta { text: "hmm".into() },
             TurnEvent::TextDelta { text: "ok".into() },
+            TurnEvent::ToolCallDelta {
+                index: 0,
+                id: Some("call_2".into()),
+                name: Some("search".into()),
+                arguments_fragment: r#"{"q":"cats"}"#.into(),
+            },
             TurnEvent::ToolCall(ToolCall {
                 id: "call_2".into(),
                 name: "search".into(),
                 arguments: json!({"q": "cats"})
             }),
+            TurnEvent::ToolCallDelta {
+                index: 1,
+                id: Some("call_3".into()),
+                name: Some("open".into()),
+                arguments_fragment: r#"{"path":"/a"}"#.into(),
+            },
             TurnEvent::ToolCall(ToolCall {
                 id: "call_3".into(),
                 name: "open".into(),
@@ -93,7 +105,7 @@ fn server_ids_kept_string_arguments_parsed_length_and_unknown_reasons() {
     )
     .unwrap();
     assert_eq!(
-        events[0],
+        events[1],
         TurnEvent::ToolCall(ToolCall {
             id: "call_abc".into(),
             name: "f".into(),
@@ -101,7 +113,7 @@ fn server_ids_kept_string_arguments_parsed_length_and_unknown_reasons() {
         })
     );
     assert_eq!(
-        events[1],
+        events[2],
         TurnEvent::End {
             stop: StopReason::MaxTokens
         }

@@ -20,6 +20,8 @@ pub struct OpenAiDecoder {
     ids: CallIds,
     finish: Option<StopReason>,
     emitted_calls: bool,
+    /// Calls of this turn whose first delta went out (the next call's index).
+    announced: u32,
     ended: bool,
 }
 
@@ -30,6 +32,9 @@ struct PendingCall {
     name: String,
     arguments: String,
     arguments_json: Option<Value>,
+    /// Set once the call's first delta went out: its index in the turn and
+    /// the id claimed for it then (the id its `ToolCall` gets).
+    announced: Option<(u32, String)>,
 }
 
 impl OpenAiDecoder {
@@ -42,6 +47,7 @@ impl OpenAiDecoder {
             ids: CallIds::from_history(history),
             finish: None,
             emitted_calls: false,
+            announced: 0,
             ended: false,
         }
     }
@@ -90,11 +96,13 @@ impl OpenAiDecoder {
             out.push(TurnEvent::TextDelta { text });
         }
         for fragment in tool_calls.unwrap_or_default() {
-            self.fragment(fragment);
+            self.fragment(fragment, out);
         }
     }
 
-    fn fragment(&mut self, fragment: CallDelta) {
+    /// Join one tool-call fragment to its call and stream it on as a
+    /// [`TurnEvent::ToolCallDelta`] once the call's name is known.
+    fn fragment(&mut self, fragment: CallDelta, out: &mut Vec<TurnEvent>) {
         let id = fragment.id.filter(|id| !id.is_empty());
         let slot = self.slot(fragment.index, id.as_deref());
         let call = &mut self.calls[slot];
@@ -110,11 +118,50 @@ impl OpenAiDecoder {
                 call.name = name;
             }
         }
-        match function.arguments {
-            Some(Value::String(s)) => call.arguments.push_str(&s),
-            Some(Value::Null) | None => {}
+        let new_text = match function.arguments {
+            Some(Value::String(s)) => {
+                call.arguments.push_str(&s);
+                Some(s)
+            }
+            Some(Value::Null) | None => None,
             // Arguments sent as an object are whole; a later one replaces it.
-            Some(other) => call.arguments_json = Some(other),
+            Some(other) => {
+                let text = other.to_string();
+                call.arguments_json = Some(other);
+                Some(text)
+            }
+        };
+        if call.name.is_empty() {
+            // Nothing to show before the name; what came so far goes out with it.
+            return;
+        }
+        match &call.announced {
+            Some((index, _)) => {
+                if let Some(text) = new_text.filter(|t| !t.is_empty()) {
+                    out.push(TurnEvent::ToolCallDelta {
+                        index: *index,
+                        id: None,
+                        name: None,
+                        arguments_fragment: text,
+                    });
+                }
+            }
+            None => {
+                let index = self.announced;
+                self.announced += 1;
+                let id = self.ids.claim(call.id.clone());
+                let arguments_fragment = match &call.arguments_json {
+                    Some(value) if call.arguments.is_empty() => value.to_string(),
+                    _ => call.arguments.clone(),
+                };
+                out.push(TurnEvent::ToolCallDelta {
+                    index,
+                    id: Some(id.clone()),
+                    name: Some(call.name.clone()),
+                    arguments_fragment,
+                });
+                call.announced = Some((index, id));
+            }
         }
     }
 
@@ -164,7 +211,10 @@ impl OpenAiDecoder {
                 Some(value) => value,
                 None => parse_arguments(&call.name, &call.arguments, cut_short)?,
             };
-            let id = self.ids.claim(call.id);
+            let id = match call.announced {
+                Some((_, id)) => id,
+                None => self.ids.claim(call.id),
+            };
             out.push(TurnEvent::ToolCall(ToolCall {
                 id,
                 name: call.name,

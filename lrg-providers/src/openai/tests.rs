@@ -263,6 +263,12 @@ fn usage_unknown_finish_reason_and_whole_reply() {
     assert_eq!(
         events,
         [
+            TurnEvent::ToolCallDelta {
+                index: 0,
+                id: Some("call_9".into()),
+                name: Some("f".into()),
+                arguments_fragment: r#"{"a":1}"#.into(),
+            },
             TurnEvent::ToolCall(ToolCall {
                 id: "call_9".into(),
                 name: "f".into(),

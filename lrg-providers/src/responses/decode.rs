@@ -3,8 +3,8 @@
 //! decoded from a single frame by the same code.
 //!
 //! Text and reasoning-summary deltas pass straight through; a call's
-//! arguments are joined from their deltas and the call is emitted whole when
-//! its item is done; reasoning items are kept whole (`encrypted_content`
+//! argument deltas pass through as [`TurnEvent::ToolCallDelta`]s and are
+//! joined, and the call is emitted whole when its item is done; reasoning items are kept whole (`encrypted_content`
 //! included) as [`NativePart`]s, to go back with the next request.
 
 use std::borrow::Cow;
@@ -34,6 +34,8 @@ pub struct ResponsesDecoder {
     summarized: Vec<String>,
     response_id: Option<String>,
     emitted_calls: bool,
+    /// Calls of this answer whose first delta went out (the next one's index).
+    announced: u32,
     ended: bool,
 }
 
@@ -43,7 +45,12 @@ struct PendingCall {
     call_id: String,
     name: String,
     arguments: String,
+    /// The call's delta index and the id claimed for it when its item was added.
+    announced: (u32, String),
 }
+
+/// A call's delta index and claimed id, once its first delta went out.
+type Announced = Option<(u32, String)>;
 
 impl ResponsesDecoder {
     /// A decoder for an answer from `provider`/`model` (recorded on native
@@ -66,6 +73,7 @@ impl ResponsesDecoder {
             summarized: Vec::new(),
             response_id: None,
             emitted_calls: false,
+            announced: 0,
             ended: false,
         }
     }
@@ -91,10 +99,17 @@ impl ResponsesDecoder {
                 self.reasoning_delta(&event, out);
             }
             "response.function_call_arguments.delta" => {
-                if let (Some(item), Some(delta)) = (&event.item_id, &event.delta)
+                if let (Some(item), Some(delta)) = (&event.item_id, event.delta)
                     && let Some(call) = self.calls.iter_mut().find(|c| c.item_id == *item)
+                    && !delta.is_empty()
                 {
-                    call.arguments.push_str(delta);
+                    call.arguments.push_str(&delta);
+                    out.push(TurnEvent::ToolCallDelta {
+                        index: call.announced.0,
+                        id: None,
+                        name: None,
+                        arguments_fragment: delta.into_owned(),
+                    });
                 }
             }
             "response.function_call_arguments.done" => {
@@ -108,11 +123,23 @@ impl ResponsesDecoder {
                 if let Some(item) = &event.item
                     && item_type(item) == Some("function_call")
                 {
+                    let name = str_field(item, "name").to_string();
+                    let arguments = str_field(item, "arguments").to_string();
+                    let index = self.announced;
+                    self.announced += 1;
+                    let id = self.ids.claim(Some(str_field(item, "call_id").to_string()));
+                    out.push(TurnEvent::ToolCallDelta {
+                        index,
+                        id: Some(id.clone()),
+                        name: (!name.is_empty()).then(|| name.clone()),
+                        arguments_fragment: arguments.clone(),
+                    });
                     self.calls.push(PendingCall {
                         item_id: str_field(item, "id").to_string(),
                         call_id: str_field(item, "call_id").to_string(),
-                        name: str_field(item, "name").to_string(),
-                        arguments: str_field(item, "arguments").to_string(),
+                        name,
+                        arguments,
+                        announced: (index, id),
                     });
                 }
             }
@@ -210,11 +237,15 @@ impl ResponsesDecoder {
                     "" => pending.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
                     n => n.to_string(),
                 };
+                let (call_id, announced) = match pending {
+                    Some(p) => (p.call_id, Some(p.announced)),
+                    None => (String::new(), None),
+                };
                 let call_id = match str_field(&item, "call_id") {
-                    "" => pending.map(|p| p.call_id).unwrap_or_default(),
+                    "" => call_id,
                     c => c.to_string(),
                 };
-                self.emit_call(call_id, name, &arguments, false, out)?;
+                self.emit_call(announced, call_id, name, &arguments, false, out)?;
             }
             Some("message") if !streamed => {
                 let text = content_text(&item);
@@ -227,8 +258,11 @@ impl ResponsesDecoder {
         Ok(())
     }
 
+    /// Emit a finished call; one never `announced` (a whole reply) gets its
+    /// one delta first.
     fn emit_call(
         &mut self,
+        announced: Announced,
         call_id: String,
         name: String,
         arguments: &str,
@@ -240,8 +274,22 @@ impl ResponsesDecoder {
                 message: "the server sent a function call without a name".into(),
             });
         }
-        let arguments = parse_arguments(&name, arguments, cut_short)?;
-        let id = self.ids.claim(Some(call_id));
+        let parsed = parse_arguments(&name, arguments, cut_short)?;
+        let id = match announced {
+            Some((_, id)) => id,
+            None => {
+                let id = self.ids.claim(Some(call_id));
+                out.push(TurnEvent::ToolCallDelta {
+                    index: self.announced,
+                    id: Some(id.clone()),
+                    name: Some(name.clone()),
+                    arguments_fragment: arguments.to_string(),
+                });
+                self.announced += 1;
+                id
+            }
+        };
+        let arguments = parsed;
         out.push(TurnEvent::ToolCall(ToolCall {
             id,
             name,
@@ -259,7 +307,14 @@ impl ResponsesDecoder {
         let cut_short = incomplete == Some("max_output_tokens");
         // Calls whose item never said it was done.
         for call in std::mem::take(&mut self.calls) {
-            self.emit_call(call.call_id, call.name, &call.arguments, cut_short, out)?;
+            self.emit_call(
+                Some(call.announced),
+                call.call_id,
+                call.name,
+                &call.arguments,
+                cut_short,
+                out,
+            )?;
         }
         if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
             out.push(TurnEvent::Usage(read_usage(usage)));

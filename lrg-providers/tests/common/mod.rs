@@ -363,3 +363,61 @@ impl wiremock::Match for Invariants {
         true
     }
 }
+
+/// The tool-call deltas with `index` in `events`: the id and name its first
+/// delta carried, and its fragments joined. Checks the contract on the way:
+/// only the first delta names the call, and none comes after the call itself.
+pub fn call_deltas(
+    events: &[lrg_providers::TurnEvent],
+    index: u32,
+) -> (Option<(String, String)>, String) {
+    use lrg_providers::TurnEvent;
+    let mut first: Option<(String, String)> = None;
+    let mut joined = String::new();
+    let mut seen = 0;
+    let mut called = false;
+    for event in events {
+        match event {
+            TurnEvent::ToolCallDelta {
+                index: i,
+                id,
+                name,
+                arguments_fragment,
+            } if *i == index => {
+                assert!(
+                    !called,
+                    "a delta of call {index} after the call: {events:?}"
+                );
+                if seen == 0 {
+                    first = id.clone().zip(name.clone());
+                } else {
+                    assert_eq!((id, name), (&None, &None), "only the first delta names it");
+                }
+                seen += 1;
+                joined.push_str(arguments_fragment);
+            }
+            TurnEvent::ToolCall(call) if first.as_ref().is_some_and(|(id, _)| *id == call.id) => {
+                called = true;
+            }
+            _ => {}
+        }
+    }
+    assert!(seen > 0, "no delta for call {index}: {events:?}");
+    (first, joined)
+}
+
+/// The events of a turn, failing the test on an error.
+pub fn ok_events(
+    events: Vec<Result<lrg_providers::TurnEvent, lrg_providers::ProviderError>>,
+) -> Vec<lrg_providers::TurnEvent> {
+    events.into_iter().map(|e| e.unwrap()).collect()
+}
+
+/// Fold `events` into the turn they make.
+pub fn fold(events: &[lrg_providers::TurnEvent]) -> lrg_providers::AssistantTurn {
+    let mut turn = lrg_providers::AssistantTurn::default();
+    for event in events {
+        turn.push(event.clone());
+    }
+    turn
+}
