@@ -20,10 +20,12 @@
 //! Everything that changes what a viewer shows is numbered (`seq`, from 1) and
 //! kept for the life of the session, so a viewer that reconnects with
 //! `after=<last seq it saw>` rebuilds the conversation exactly. The only
-//! exception are [`Event::Delta`]s: the model's text as it is decoded, live
-//! only, never numbered, and always followed by one numbered
-//! [`Event::AssistantTurn`] holding the whole turn (or by [`Event::Stopped`],
-//! or a retrying [`Event::Warning`], after which the streamed text is dropped).
+//! exceptions are [`Event::Delta`]s and [`Event::ToolCallDelta`]s: the model's
+//! text and tool calls as they are decoded, live only, never numbered, and
+//! always followed by one numbered [`Event::AssistantTurn`] holding the whole
+//! turn, then a numbered [`Event::ToolCall`] per call (or by
+//! [`Event::Stopped`], an [`Event::Error`], or a retrying [`Event::Warning`],
+//! after which what was streamed is dropped).
 //!
 //! A subscriber that falls more than [`LAG_LIMIT`] events behind the live
 //! stream is sent [`Event::Resync`] and dropped; it reconnects with `after=`
@@ -71,6 +73,23 @@ pub enum Event {
         kind: DeltaKind,
         /// The new text, to append to what came before in this turn.
         text: String,
+    },
+    /// More of a tool call while the model is still writing it. Live only:
+    /// never numbered, never replayed; the numbered `tool_call` with the same
+    /// `call_id` follows and replaces it. A call whose turn ends without its
+    /// `tool_call` (cut short, stopped, failed) is dropped.
+    ToolCallDelta {
+        /// The call's number within its model turn, from 0: the key that
+        /// joins its fragments.
+        index: u32,
+        /// The call's id, on the call's first delta only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// The tool's name, on the call's first delta only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        /// More of the arguments' JSON text, to append to what came before.
+        arguments_fragment: String,
     },
     /// One finished model turn; replaces the deltas streamed for it.
     AssistantTurn {

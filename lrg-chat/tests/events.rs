@@ -135,6 +135,48 @@ async fn live_viewer_sees_deltas_before_the_turn() {
     );
 }
 
+/// A live viewer sees each call stream (`tool_call_delta`, named on its
+/// first delta) before the numbered `tool_call`; the log keeps none of it.
+#[tokio::test]
+async fn live_viewer_sees_tool_call_deltas_before_the_call() {
+    let (session, _, _) = new_session(vec![
+        calls(&[("read_note", json!({"name": "todo"}))]),
+        reply("Done."),
+    ]);
+    let mut sub = session.subscribe(0);
+    finish(session.send("read it").unwrap()).await;
+    let mut got = Vec::new();
+    loop {
+        let entry = tokio::time::timeout(WAIT, sub.next())
+            .await
+            .unwrap()
+            .unwrap();
+        let end = matches!(entry.event, Event::Busy { busy: false });
+        got.push(serde_json::to_value(entry.as_ref()).unwrap());
+        if end {
+            break;
+        }
+    }
+    let at = |kind: &str| got.iter().position(|e| e["type"] == kind).unwrap();
+    assert!(at("tool_call_delta") < at("tool_call"));
+    let delta = &got[at("tool_call_delta")];
+    assert_eq!(delta["seq"], serde_json::Value::Null, "live only");
+    let call = &got[at("tool_call")];
+    assert_eq!(delta["call_id"], call["call_id"]);
+    let fragment: serde_json::Value =
+        serde_json::from_str(delta["arguments_fragment"].as_str().unwrap()).unwrap();
+    assert_eq!(fragment, call["arguments"]);
+    snapshot!(got);
+    assert!(
+        session
+            .events()
+            .entries()
+            .iter()
+            .all(|e| !matches!(e.event, Event::ToolCallDelta { .. })),
+        "tool-call deltas are never kept"
+    );
+}
+
 #[tokio::test]
 async fn lagging_subscriber_gets_resync_and_is_dropped() {
     let log = EventLog::new();
@@ -255,6 +297,18 @@ fn wire_format_of_every_event() {
             kind: DeltaKind::Reasoning,
             text: "The user".into(),
         },
+        Event::ToolCallDelta {
+            index: 0,
+            call_id: Some("c1".into()),
+            tool: Some("delete_notes".into()),
+            arguments_fragment: r#"{"ids": ["#.into(),
+        },
+        Event::ToolCallDelta {
+            index: 0,
+            call_id: None,
+            tool: None,
+            arguments_fragment: "1, 2]}".into(),
+        },
         Event::AssistantTurn {
             reasoning: "The user wants...".into(),
             text: "I will delete them.".into(),
@@ -340,8 +394,11 @@ fn wire_format_of_every_event() {
         .into_iter()
         .enumerate()
         .map(|(i, event)| {
-            let seq =
-                (!matches!(event, Event::Delta { .. } | Event::Resync)).then_some(i as u64 + 1);
+            let live = matches!(
+                event,
+                Event::Delta { .. } | Event::ToolCallDelta { .. } | Event::Resync
+            );
+            let seq = (!live).then_some(i as u64 + 1);
             let entry = LogEntry { seq, event };
             let line = serde_json::to_string(&entry).unwrap();
             assert_eq!(serde_json::from_str::<LogEntry>(&line).unwrap(), entry);

@@ -250,7 +250,11 @@ async fn a_whole_chat_in_a_real_browser() {
                     120,
                 )
             },
-            call("delete_photos", json!({"ids": [3, 4]})),
+            // Slow enough that the call's streamed card can be seen.
+            ScriptedTurn {
+                delay_ms: Some(1_000),
+                ..call("delete_photos", json!({"ids": [3, 4]}))
+            },
             text("Deleted photos 3 and 4; the picture shows what is left."),
             slow(
                 &"Once upon a time there was a very long story. ".repeat(40),
@@ -377,9 +381,21 @@ async fn a_whole_chat_in_a_real_browser() {
     page.wait("!document.getElementById('send').disabled", "idle")
         .await;
 
-    // 4. A destructive call waits; approve it; its card finishes with the image.
+    // 4. The call shows while the model writes it (a live card from its
+    // tool_call_delta), then it waits; approve it; its card finishes with the image.
     page.type_in(&format!("delete the blurry ones{ENTER}"))
         .await;
+    page.wait(
+        "document.querySelector('.turn.live .card.streaming .args') && document.querySelector('.turn.live .card.streaming .args').textContent.includes('\"ids\"')",
+        "the call's streamed card",
+    )
+    .await;
+    assert_eq!(
+        page.js("return document.querySelector('.card.streaming .title').textContent")
+            .await,
+        json!("delete_photos")
+    );
+    page.shot("streaming-call").await;
     page.wait(
         "document.querySelector('.card .approval .approve-once')",
         "the approval box",

@@ -449,3 +449,75 @@ fn an_unknown_tool_format_is_a_usage_error() {
     assert_eq!(r.code, 2, "{r:?}");
     assert!(r.stderr.contains("unknown tool format `yaml`"), "{r:?}");
 }
+
+/// `lrg run --json` on a call the server streams in fragments prints the
+/// call's `tool_call_delta` lines, named on the first, before its numbered
+/// `tool_call`, and their fragments join into the arguments.
+#[tokio::test(flavor = "multi_thread")]
+async fn json_run_prints_tool_call_deltas_before_the_call() {
+    let server = MockServer::start().await;
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-2", "object": "chat.completion.chunk", "created": 1, "model": "m",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let fragment =
+        |text: &str| json!({"tool_calls": [{"index": 0, "function": {"arguments": text}}]});
+    let call = sse(
+        &[
+            chunk(
+                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_a", "type": "function",
+                       "function": {"name": "find_notes", "arguments": ""}}]}),
+                Value::Null,
+            ),
+            chunk(fragment("{\"query\":"), Value::Null),
+            chunk(fragment(" \"milk\"}"), Value::Null),
+            chunk(json!({}), json!("tool_calls")),
+        ],
+        true,
+    );
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(call)
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(openai_stream("No such tool."))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let vars = [
+        ("OPENAI_API_KEY", KEY.to_string()),
+        ("OPENAI_BASE_URL", format!("{}/v1", server.uri())),
+    ];
+    let (r, _) = run("openai:gpt-4.1", &vars, &["--json"]).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let lines: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let deltas: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i]["type"] == "tool_call_delta")
+        .collect();
+    let call = lines
+        .iter()
+        .position(|l| l["type"] == "tool_call")
+        .expect("a tool_call line");
+    assert!(deltas.len() >= 2, "{}", r.stdout);
+    assert!(deltas.iter().all(|&i| i < call), "{}", r.stdout);
+    let first = &lines[deltas[0]];
+    assert_eq!(
+        (&first["call_id"], &first["tool"]),
+        (&json!("call_a"), &json!("find_notes"))
+    );
+    assert!(first.get("seq").is_none(), "live only");
+    let joined: String = deltas
+        .iter()
+        .map(|&i| lines[i]["arguments_fragment"].as_str().unwrap())
+        .collect();
+    assert_eq!(joined, r#"{"query": "milk"}"#);
+    assert_eq!(lines[call]["arguments"], json!({"query": "milk"}));
+}

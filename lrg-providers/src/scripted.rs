@@ -183,11 +183,14 @@ impl ChatModel for ScriptedModel {
             }
             let has_calls = !turn.calls.is_empty();
             for (i, call) in turn.calls.into_iter().enumerate() {
-                events.push(TurnEvent::ToolCall(ToolCall {
+                let call = ToolCall {
                     id: format!("call_{}_{}", index + 1, i + 1),
                     name: call.name,
                     arguments: call.arguments,
-                }));
+                };
+                // Like a provider that sends calls whole: one delta first.
+                events.push(crate::model::whole_call_delta(u32::try_from(i).unwrap_or(u32::MAX), &call));
+                events.push(TurnEvent::ToolCall(call));
             }
             if let Some(usage) = turn.usage {
                 events.push(TurnEvent::Usage(usage));

@@ -238,6 +238,23 @@ pub(super) async fn stream_turn(
             };
             match next {
                 None => return Ok(turn),
+                // Live only, and moved rather than copied: the whole call
+                // follows and is what the turn keeps.
+                Some(Ok(TurnEvent::ToolCallDelta {
+                    index,
+                    id,
+                    name,
+                    arguments_fragment,
+                })) => {
+                    if live {
+                        shared.events.publish_live(Event::ToolCallDelta {
+                            index,
+                            call_id: id,
+                            tool: name,
+                            arguments_fragment,
+                        });
+                    }
+                }
                 Some(Ok(event)) => {
                     match &event {
                         TurnEvent::TextDelta { text } if live => {
