@@ -437,6 +437,13 @@ async fn a_changed_tool_list_is_fetched_on_the_next_listing() {
             specs.into_iter().map(|s| s.name).collect()
         };
         assert!(!names(host.list().await.unwrap()).contains(&"extra".to_owned()));
+        // Until a source's tools change, listing hands out the one kept list.
+        let kept = host.list_shared().await.unwrap();
+        assert!(std::sync::Arc::ptr_eq(
+            &kept,
+            &host.list_shared().await.unwrap()
+        ));
+        assert_eq!(kept.to_vec(), host.list().await.unwrap());
         assert_eq!(text_of(&call(&host, "grow", json!({})).await), "grown");
         // The notification travels on its own; give it a moment.
         let mut listed = false;
@@ -448,6 +455,12 @@ async fn a_changed_tool_list_is_fetched_on_the_next_listing() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert!(listed, "`extra` appears after tools/list_changed");
+        let fresh = host.list_shared().await.unwrap();
+        assert!(
+            !std::sync::Arc::ptr_eq(&kept, &fresh),
+            "a new list after the change"
+        );
+        assert_eq!(fresh.len(), kept.len() + 1);
         assert_eq!(
             text_of(&call(&host, "extra", json!({})).await),
             "extra tool"

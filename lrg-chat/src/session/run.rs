@@ -37,14 +37,14 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             Err(failure) => return failed(shared, failure),
         };
         let info = model.info();
-        let specs = match shared.tools.list().await {
+        let specs = match shared.tools.list_shared().await {
             Ok(specs) => specs,
             Err(e) => {
                 shared.publish(Event::Warning {
                     message: e.to_string(),
                     retrying: false,
                 });
-                Vec::new()
+                std::sync::Arc::from([])
             }
         };
         let settings = shared.permissions.settings();

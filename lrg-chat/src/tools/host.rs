@@ -142,12 +142,13 @@ struct Entry {
     target: Target,
 }
 
-#[derive(Default)]
 struct Catalog {
     /// The `changes` value it was built from; `u64::MAX` = never built.
     built_from: u64,
     entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
+    /// Every entry's spec, in order: what listing hands out.
+    specs: Arc<[ToolSpec]>,
 }
 
 fn read<T: Clone>(lock: &RwLock<T>) -> T {
@@ -175,7 +176,9 @@ impl ToolHost {
             changes: Arc::new(AtomicU64::new(0)),
             catalog: RwLock::new(Arc::new(Catalog {
                 built_from: u64::MAX,
-                ..Catalog::default()
+                entries: Vec::new(),
+                by_name: HashMap::new(),
+                specs: Arc::from([]),
             })),
             closed: AtomicBool::new(false),
         }
@@ -484,10 +487,12 @@ impl ToolHost {
             .enumerate()
             .map(|(i, e)| (e.info.spec.name.clone(), i))
             .collect();
+        let specs = entries.iter().map(|e| e.info.spec.clone()).collect();
         Catalog {
             built_from,
             entries,
             by_name,
+            specs,
         }
     }
 
@@ -554,17 +559,17 @@ fn unknown_tool(name: &str, catalog: &Catalog) -> ToolOutput {
 
 impl Tools for ToolHost {
     fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolsError>> {
+        async move { self.list_shared().await.map(|specs| specs.to_vec()) }.boxed()
+    }
+
+    /// The kept list itself, until a source's tools change.
+    fn list_shared(&self) -> BoxFuture<'_, Result<Arc<[ToolSpec]>, ToolsError>> {
         async move {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(ToolsError("the tool host was shut down".to_owned()));
             }
             self.refresh_changed().await;
-            Ok(self
-                .catalog()
-                .entries
-                .iter()
-                .map(|e| e.info.spec.clone())
-                .collect())
+            Ok(self.catalog().specs.clone())
         }
         .boxed()
     }

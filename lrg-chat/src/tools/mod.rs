@@ -149,6 +149,14 @@ pub trait Tools: Send + Sync {
     /// Every tool, as offered to models (names unique).
     fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolsError>>;
 
+    /// The same list, shared: what the session asks for before every model
+    /// turn. An implementation that keeps its list (as [`ToolHost`] does,
+    /// until a source's tools change) hands out the one copy instead of a
+    /// deep copy of every schema; the default copies [`Tools::list`].
+    fn list_shared(&self) -> BoxFuture<'_, Result<std::sync::Arc<[ToolSpec]>, ToolsError>> {
+        Box::pin(async move { self.list().await.map(std::sync::Arc::from) })
+    }
+
     /// Call `name` with `arguments`. `cancel` is a hint: a running tool is
     /// allowed to finish, but one not yet started should not start.
     fn call<'a>(
