@@ -1,7 +1,8 @@
 //! lrg-chat session benches: event-log fan-out (1 session × 100 subscribers,
 //! 1,000 sessions × 1 subscriber), memory per idle session (counted by a
 //! global allocator, printed before the timings), and fitting a
-//! 10,000-message history into a context window.
+//! 10,000-message history into a context window (measuring it each time, and
+//! with the estimates a session keeps).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -173,6 +174,15 @@ fn fitting(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::from_parameter(window), &budget, |b, budget| {
             b.iter(|| context::fit(black_box(&history), budget))
         });
+        // What a session does: estimates kept with the history, so a fit
+        // measures nothing again.
+        let mut estimates = context::Estimates::new();
+        let sizes = estimates.update(&history, 0, budget.image_tokens).to_vec();
+        group.bench_with_input(
+            BenchmarkId::new("kept_estimates", window),
+            &budget,
+            |b, budget| b.iter(|| context::fit_estimated(black_box(&history), &sizes, budget)),
+        );
     }
     group.bench_function("estimate_only", |b| {
         b.iter(|| context::estimate(black_box(&history), 600))

@@ -9,6 +9,11 @@
 //! the oldest exchanges go whole; the last exchange (the last user message
 //! and everything after it) is never touched. Independently, only the
 //! newest few images stay pixels.
+//!
+//! A session fits its history before every model turn. It keeps each
+//! message's estimate with the history ([`Estimates`]), so a fit measures
+//! only what was added since the last one and is otherwise a walk over
+//! numbers ([`fit_estimated`]).
 
 use lrg_providers::images::{count_images, replace_images};
 use lrg_providers::{Message, ModelInfo, ModelLocation, Part, Role};
@@ -161,6 +166,45 @@ pub fn estimate(messages: &[Message], image_tokens: u32) -> u32 {
         .fold(0, u32::saturating_add)
 }
 
+/// Per-message estimates of a history that grows at its end, kept between
+/// fits so that each message is measured once.
+#[derive(Debug, Clone, Default)]
+pub struct Estimates {
+    generation: u64,
+    image_tokens: u32,
+    sizes: Vec<u32>,
+}
+
+impl Estimates {
+    /// No estimates yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// [`estimate_message`] of every message of `history`, measuring only
+    /// those added since the last call. `generation` must change whenever
+    /// the history is cut back or replaced rather than extended; the kept
+    /// estimates are dropped then (and when the history got shorter, or
+    /// `image_tokens` changed).
+    pub fn update(&mut self, history: &[Message], generation: u64, image_tokens: u32) -> &[u32] {
+        if generation != self.generation
+            || image_tokens != self.image_tokens
+            || history.len() < self.sizes.len()
+        {
+            self.sizes.clear();
+            self.generation = generation;
+            self.image_tokens = image_tokens;
+        }
+        let known = self.sizes.len();
+        self.sizes.extend(
+            history[known..]
+                .iter()
+                .map(|m| estimate_message(m, image_tokens)),
+        );
+        &self.sizes
+    }
+}
+
 /// What the system prompt and tools cost, learned from a turn's reported
 /// prompt tokens and the conversation that was sent with it.
 pub fn learn_overhead(prompt_tokens: u32, sent: &[Message], image_tokens: u32) -> u32 {
@@ -213,16 +257,34 @@ pub fn last_exchange_start(messages: &[Message]) -> usize {
 /// long history whose oldest part is left out costs little more than its
 /// estimate.
 pub fn fit(history: &[Message], budget: &Budget) -> Fitted {
+    let sizes: Vec<u32> = history
+        .iter()
+        .map(|m| estimate_message(m, budget.image_tokens))
+        .collect();
+    fit_estimated(history, &sizes, budget)
+}
+
+/// [`fit`] with each message's estimate known already: `sizes[i]` is
+/// [`estimate_message`] of `history[i]` at `budget.image_tokens`, as
+/// [`Estimates::update`] keeps them. Nothing is measured again but what
+/// gives way. Sizes of another length than the history are not trusted:
+/// the history is measured.
+pub fn fit_estimated(history: &[Message], sizes: &[u32], budget: &Budget) -> Fitted {
+    if sizes.len() != history.len() {
+        return fit(history, budget);
+    }
     let protected = last_exchange_start(history);
     let drop_images = images_to_drop(history, protected, budget.max_images);
     let placeholder_tokens = text_tokens(IMAGE_PLACEHOLDER.len());
-    let mut sizes: Vec<u32> = history
+    let mut sizes: Vec<u32> = sizes
         .iter()
         .zip(&drop_images)
-        .map(|(m, &dropped)| {
+        .map(|(&size, &dropped)| {
+            if dropped == 0 {
+                return size;
+            }
             let n = u32::try_from(dropped).unwrap_or(u32::MAX);
-            estimate_message(m, budget.image_tokens)
-                .saturating_sub(n.saturating_mul(budget.image_tokens))
+            size.saturating_sub(n.saturating_mul(budget.image_tokens))
                 .saturating_add(n.saturating_mul(placeholder_tokens))
         })
         .collect();
@@ -239,13 +301,12 @@ pub fn fit(history: &[Message], budget: &Budget) -> Fitted {
             continue;
         }
         stripped[i] = true;
-        let stripped_message = strip_results(message);
         stripped_results += message
             .parts
             .iter()
             .filter(|p| matches!(p, Part::ToolResult(_)))
             .count();
-        let size = estimate_message(&stripped_message, budget.image_tokens);
+        let size = stripped_estimate(message, budget.image_tokens);
         total = total.saturating_sub(sizes[i]).saturating_add(size);
         sizes[i] = size;
     }
@@ -292,6 +353,21 @@ pub fn fit(history: &[Message], budget: &Budget) -> Fitted {
         dropped_messages: cut,
         fits: total <= budget.window,
     }
+}
+
+/// [`estimate_message`] of [`strip_results`]`(message)`, without building it.
+fn stripped_estimate(message: &Message, image_tokens: u32) -> u32 {
+    let placeholder = text_tokens(RESULT_PLACEHOLDER.len());
+    message
+        .parts
+        .iter()
+        .map(|part| match part {
+            Part::ToolResult(r) => {
+                text_tokens(r.name.len() + r.call_id.len()).saturating_add(placeholder)
+            }
+            other => estimate_part(other, image_tokens),
+        })
+        .fold(MESSAGE_TOKENS, u32::saturating_add)
 }
 
 /// The message with every tool result's content replaced by
@@ -386,6 +462,83 @@ mod tests {
             5_000 - 607
         );
         assert_eq!(learn_overhead(10, &[m], 600), 0);
+    }
+
+    /// A history with images in tool results and user messages, for the
+    /// kept-estimates checks.
+    fn mixed_history(exchanges: usize) -> Vec<Message> {
+        let mut history: Vec<Message> = (0..exchanges).flat_map(|n| exchange(n, 900)).collect();
+        for (i, m) in history.iter_mut().enumerate() {
+            if i % 7 == 0 {
+                m.parts.push(image());
+            }
+            if let Some(Part::ToolResult(r)) = m.parts.first_mut()
+                && i % 3 == 0
+            {
+                r.parts.push(image());
+            }
+        }
+        history
+    }
+
+    #[test]
+    fn kept_estimates_fit_exactly_as_measuring_again() {
+        let mut history = mixed_history(3);
+        let mut estimates = Estimates::new();
+        for n in 3..12 {
+            history.extend(exchange(n, 900));
+            let sizes = estimates.update(&history, 0, 600).to_vec();
+            for window in [600, 2_000, 5_000, 100_000] {
+                assert_eq!(
+                    fit_estimated(&history, &sizes, &budget(window)),
+                    fit(&history, &budget(window)),
+                    "{n} exchanges into {window}"
+                );
+            }
+        }
+        // Only the new messages were measured: the kept ones stay as they were.
+        let before = estimates.update(&history, 0, 600).to_vec();
+        history.push(Message::user("one more"));
+        let after = estimates.update(&history, 0, 600).to_vec();
+        assert_eq!(after[..before.len()], before[..]);
+        assert_eq!(after.len(), history.len());
+    }
+
+    #[test]
+    fn kept_estimates_start_over_when_the_history_is_replaced() {
+        let mut estimates = Estimates::new();
+        let long = mixed_history(4);
+        estimates.update(&long, 0, 600);
+        // Replaced by something of the same length: the generation says so.
+        let other: Vec<Message> = (0..long.len())
+            .map(|i| Message::user("z".repeat(i * 10)))
+            .collect();
+        let sizes = estimates.update(&other, 1, 600).to_vec();
+        let measured: Vec<u32> = other.iter().map(|m| estimate_message(m, 600)).collect();
+        assert_eq!(sizes, measured);
+        // Another image cost, or a shorter history, is measured again too.
+        assert_eq!(
+            estimates.update(&long, 1, 100).to_vec(),
+            long.iter()
+                .map(|m| estimate_message(m, 100))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(estimates.update(&long[..2], 1, 100).len(), 2);
+        // Sizes that do not match the history are not trusted.
+        assert_eq!(
+            fit_estimated(&long, &[1, 2, 3], &budget(2_000)),
+            fit(&long, &budget(2_000))
+        );
+    }
+
+    #[test]
+    fn a_stripped_estimate_is_that_of_the_stripped_message() {
+        for m in mixed_history(3) {
+            assert_eq!(
+                stripped_estimate(&m, 600),
+                estimate_message(&strip_results(&m), 600)
+            );
+        }
     }
 
     #[test]

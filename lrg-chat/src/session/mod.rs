@@ -356,6 +356,8 @@ struct State {
     generation: u64,
     /// Tokens used so far, over every model turn.
     usage: Usage,
+    /// Each history message's size estimate, kept for fitting.
+    estimates: crate::context::Estimates,
 }
 
 impl Shared {

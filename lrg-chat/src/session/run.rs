@@ -56,10 +56,18 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
         let model_key = info.id();
         // Fitted under the lock: only what is sent gets cloned.
         let (fitted, budget) = {
-            let state = shared.lock();
+            let mut state = shared.lock();
             let overhead = state.overhead.get(&model_key).copied();
             let budget = shared.config.context.budget(&info, overhead);
-            (context::fit(&state.history, &budget), budget)
+            let state = &mut *state;
+            let sizes =
+                state
+                    .estimates
+                    .update(&state.history, state.generation, budget.image_tokens);
+            (
+                context::fit_estimated(&state.history, sizes, &budget),
+                budget,
+            )
         };
         let request = TurnRequest::new(context::shown_to(&info, fitted.messages))
             .system_opt((shared.system_prompt)(&info, &offered))

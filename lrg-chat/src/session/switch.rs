@@ -85,6 +85,8 @@ impl ChatSession {
             return Err(SessionError::Busy);
         }
         state.history.clear();
+        // Replaced, not extended: the store rewrites it, estimates start over.
+        state.generation += 1;
         state.user_seqs.clear();
         state.chat_allowed.clear();
         *source.0.write().unwrap_or_else(|p| p.into_inner()) = model;
