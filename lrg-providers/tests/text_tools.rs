@@ -275,9 +275,14 @@ mod through_the_adapter {
             "<think>Need the tool.</think>Checking.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
         )
         .await;
-        let turn = common::turn(&model(&server, "qwen3-8b", ToolMode::Auto), request())
-            .await
-            .unwrap();
+        let events = common::ok_events(
+            common::events(&model(&server, "qwen3-8b", ToolMode::Auto), request()).await,
+        );
+        // A call read from text is known whole at the end: its one delta first.
+        let (first, fragments) = common::call_deltas(&events, 0);
+        assert_eq!(first.map(|(_, name)| name).as_deref(), Some("get_weather"));
+        assert_eq!(fragments, r#"{"city":"Paris"}"#);
+        let turn = common::fold(&events);
         assert_eq!(turn.text(), "Checking.");
         assert_eq!(turn.stop, Some(StopReason::ToolCalls));
         let calls = turn.tool_calls();

@@ -2,6 +2,7 @@
 //! tool calls written as text.
 
 use super::TextToolParser;
+use crate::model::whole_call_delta;
 use crate::wire::{Decoder, Frame};
 use crate::{ProviderError, StopReason, TurnEvent};
 
@@ -10,7 +11,8 @@ use crate::{ProviderError, StopReason, TurnEvent};
 /// text are held until the end of the answer, because a native tool call in
 /// the stream wins: when one comes, the held calls are dropped and later text
 /// passes through unparsed (the server parses calls itself). When text calls
-/// are kept, an `EndTurn` stop becomes `ToolCalls`.
+/// are kept, each goes out after its one [`TurnEvent::ToolCallDelta`], and an
+/// `EndTurn` stop becomes `ToolCalls`.
 #[derive(Debug)]
 pub struct TextToolDecoder<D> {
     inner: D,
@@ -65,7 +67,15 @@ impl<D: Decoder> TextToolDecoder<D> {
                     if !self.held.is_empty() && stop == StopReason::EndTurn {
                         stop = StopReason::ToolCalls;
                     }
-                    out.append(&mut self.held);
+                    // Each kept call with its one delta: they are known
+                    // whole only now. Held calls exist only without native
+                    // ones, so they number the turn's calls from 0.
+                    for (index, call) in (0u32..).zip(self.held.drain(..)) {
+                        if let TurnEvent::ToolCall(c) = &call {
+                            out.push(whole_call_delta(index, c));
+                        }
+                        out.push(call);
+                    }
                     out.push(TurnEvent::End { stop });
                 }
                 other => out.push(other),
