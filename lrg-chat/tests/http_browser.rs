@@ -112,10 +112,8 @@ impl ChatOpener for Opener {
                 },
             )
             .unwrap();
-            let session = ChatSession::builder(Arc::new(FixedModel(model)))
-                .tools(host.clone())
-                .build();
-            Ok(OpenedChat::new(session, info).with_host(host))
+            let builder = ChatSession::builder(Arc::new(FixedModel(model))).tools(host.clone());
+            Ok(OpenedChat::new(builder, info).with_host(host))
         })
     }
 }
