@@ -353,7 +353,14 @@ async fn a_chat_through_every_route() {
         .collect();
     assert_eq!(
         rows,
-        ["user", "assistant", "user", "tool_call", "tool_call", "assistant"]
+        [
+            "user",
+            "assistant",
+            "user",
+            "tool_call",
+            "tool_call",
+            "assistant"
+        ]
     );
     assert_eq!(t["truncated"], false);
     assert_eq!(t["rows"][1]["reasoning"], "The user greets.");
