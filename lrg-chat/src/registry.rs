@@ -559,17 +559,34 @@ impl SessionRegistry {
 
     /// Run [`Self::evict_idle`] every `every` until the registry is dropped.
     pub fn spawn_sweeper(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
-        let weak = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let Some(registry) = weak.upgrade() else {
-                    return;
-                };
-                registry.evict_idle().await;
-            }
+        every_while_alive(self, every, |registry| async move {
+            registry.evict_idle().await;
         })
     }
+}
+
+/// Run `work` on `owner` every `every` (the first time one period from
+/// now), until `owner` is dropped: the task holds it only while working.
+pub(crate) fn every_while_alive<T, F, Fut>(
+    owner: &Arc<T>,
+    every: Duration,
+    work: F,
+) -> tokio::task::JoinHandle<()>
+where
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let weak = Arc::downgrade(owner);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(owner) = weak.upgrade() else {
+                return;
+            };
+            work(owner).await;
+        }
+    })
 }

@@ -42,19 +42,6 @@ async fn server(dir: &TempDir, turns: Vec<ScriptedTurn>) -> Harness {
     .await
 }
 
-/// `POST /v1/chat/sessions` with the agent token: status and body.
-async fn open(h: &Harness, body: Value) -> (u16, Value) {
-    let r = h
-        .client
-        .post(h.url("/v1/chat/sessions"))
-        .bearer_auth(AGENT)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap())
-}
-
 fn keyed(model: &str) -> Value {
     json!({
         "model": model,
@@ -62,13 +49,6 @@ fn keyed(model: &str) -> Value {
         "client_key": "alice@example.com",
         "context_key": "doc:42",
     })
-}
-
-fn chat_of(v: &Value) -> Chat {
-    Chat {
-        id: v["session"].as_str().unwrap().into(),
-        token: v["chat_token"].as_str().unwrap().into(),
-    }
 }
 
 /// What a page draws of a conversation, from its numbered events.
@@ -108,19 +88,19 @@ async fn read_drawn(events: &mut Events, n: usize) -> Vec<Value> {
 async fn a_keyed_chat_is_create_or_resume_across_a_restart() {
     let dir = TempDir::new().unwrap();
     let h = server(&dir, script()).await;
-    let (s, v) = open(&h, keyed("script:first")).await;
+    let (s, v) = h.open_raw(keyed("script:first")).await;
     assert_eq!((s, v["opened"].as_str()), (201, Some("created")), "{v}");
-    let chat = chat_of(&v);
+    let chat = Chat::of(&v);
 
     // Live: the same chat answers, with the same token.
-    let (s, again) = open(&h, keyed("script:first")).await;
+    let (s, again) = h.open_raw(keyed("script:first")).await;
     assert_eq!(
         (s, again["opened"].as_str()),
         (200, Some("live")),
         "{again}"
     );
-    assert_eq!(chat_of(&again).id, chat.id);
-    assert_eq!(chat_of(&again).token, chat.token);
+    assert_eq!(Chat::of(&again).id, chat.id);
+    assert_eq!(Chat::of(&again).token, chat.token);
     assert_eq!(h.server.chat_count(), 1);
 
     let mut events = h.events(&chat, 0).await;
@@ -137,9 +117,9 @@ async fn a_keyed_chat_is_create_or_resume_across_a_restart() {
         .expect("shutdown ends");
     drop(h);
     let h = server(&dir, vec![text("Still here.")]).await;
-    let (s, v) = open(&h, keyed("script:first")).await;
+    let (s, v) = h.open_raw(keyed("script:first")).await;
     assert_eq!((s, v["opened"].as_str()), (201, Some("resumed")), "{v}");
-    let resumed = chat_of(&v);
+    let resumed = Chat::of(&v);
     assert_eq!(resumed.id, chat.id, "rebuilt under the same id");
     assert_ne!(resumed.token, chat.token, "tokens are never stored");
     let (s, _) = h.get(&chat, "/transcript").await;
@@ -166,8 +146,8 @@ async fn a_keyed_chat_is_create_or_resume_across_a_restart() {
 async fn delete_wipes_the_stored_chat_and_the_keys_open_a_new_one() {
     let dir = TempDir::new().unwrap();
     let h = server(&dir, script()).await;
-    let (_, v) = open(&h, keyed("script:first")).await;
-    let chat = chat_of(&v);
+    let (_, v) = h.open_raw(keyed("script:first")).await;
+    let chat = Chat::of(&v);
     let mut events = h.events(&chat, 0).await;
     say(&h, &chat, &mut events, "echo kept").await;
     let file = dir.path().join(format!("{}.jsonl", chat.id));
@@ -179,9 +159,9 @@ async fn delete_wipes_the_stored_chat_and_the_keys_open_a_new_one() {
     let (s, _) = h.get(&chat, "/transcript").await;
     assert_eq!(s, 403);
 
-    let (s, v) = open(&h, keyed("script:first")).await;
+    let (s, v) = h.open_raw(keyed("script:first")).await;
     assert_eq!((s, v["opened"].as_str()), (201, Some("created")), "{v}");
-    let fresh = chat_of(&v);
+    let fresh = Chat::of(&v);
     assert_ne!(fresh.id, chat.id);
     let (_, t) = h.get(&fresh, "/transcript").await;
     assert_eq!(t["rows"], json!([]));
@@ -215,7 +195,7 @@ async fn bad_keys_are_a_400_naming_the_rule() {
         body.as_object_mut()
             .unwrap()
             .extend(keys.as_object().unwrap().clone());
-        let (s, v) = open(&h, body.clone()).await;
+        let (s, v) = h.open_raw(body.clone()).await;
         let message = v["error"]["message"].as_str().unwrap();
         assert_eq!((s, v["error"]["kind"].as_str()), (400, Some("bad_request")));
         assert!(message.contains(which), "{body}: {message}");
@@ -224,7 +204,9 @@ async fn bad_keys_are_a_400_naming_the_rule() {
             "{body}: {message}"
         );
     }
-    let (s, v) = open(&h, json!({"model": "script:first", "context_key": "doc"})).await;
+    let (s, v) = h
+        .open_raw(json!({"model": "script:first", "context_key": "doc"}))
+        .await;
     assert_eq!(s, 400);
     assert_eq!(
         v["error"]["message"],
@@ -237,14 +219,14 @@ async fn bad_keys_are_a_400_naming_the_rule() {
 async fn the_keys_on_another_model_start_a_new_chat() {
     let dir = TempDir::new().unwrap();
     let h = server(&dir, script()).await;
-    let (_, v) = open(&h, keyed("script:first")).await;
-    let first = chat_of(&v);
+    let (_, v) = h.open_raw(keyed("script:first")).await;
+    let first = Chat::of(&v);
     let mut events = h.events(&first, 0).await;
     say(&h, &first, &mut events, "echo kept").await;
 
-    let (s, v) = open(&h, keyed("script:second")).await;
+    let (s, v) = h.open_raw(keyed("script:second")).await;
     assert_eq!((s, v["opened"].as_str()), (201, Some("replaced")), "{v}");
-    let second = chat_of(&v);
+    let second = Chat::of(&v);
     assert_ne!(second.id, first.id);
     let (_, t) = h.get(&second, "/transcript").await;
     assert_eq!(t["rows"], json!([]), "no conversation is handed over");
@@ -262,10 +244,10 @@ async fn the_keys_on_another_model_start_a_new_chat() {
         )
         .await;
     assert_eq!(s, 201, "{v}");
-    let third = chat_of(&v);
-    let (s, v) = open(&h, keyed("script:first")).await;
+    let third = Chat::of(&v);
+    let (s, v) = h.open_raw(keyed("script:first")).await;
     assert_eq!((s, v["opened"].as_str()), (200, Some("live")), "{v}");
-    assert_eq!(chat_of(&v).id, third.id);
+    assert_eq!(Chat::of(&v).id, third.id);
     assert!(!dir.path().join(format!("{}.jsonl", second.id)).exists());
     h.server.shutdown().await;
 }
@@ -286,8 +268,8 @@ async fn an_idle_keyed_chat_is_put_away_unless_a_page_watches_it() {
         },
     )
     .await;
-    let (_, v) = open(&h, keyed("script:first")).await;
-    let chat = chat_of(&v);
+    let (_, v) = h.open_raw(keyed("script:first")).await;
+    let chat = Chat::of(&v);
     let unkeyed = h.open(json!({"model": "script:first"})).await;
     let mut events = h.events(&chat, 0).await;
     say(&h, &chat, &mut events, "echo kept").await;
@@ -308,9 +290,9 @@ async fn an_idle_keyed_chat_is_put_away_unless_a_page_watches_it() {
     assert_eq!(s, 403);
     let (s, _) = h.get(&unkeyed, "/transcript").await;
     assert_eq!(s, 200, "unkeyed chats are never put away");
-    let (s, v) = open(&h, keyed("script:first")).await;
+    let (s, v) = h.open_raw(keyed("script:first")).await;
     assert_eq!((s, v["opened"].as_str()), (201, Some("resumed")), "{v}");
-    assert_eq!(chat_of(&v).id, chat.id);
+    assert_eq!(Chat::of(&v).id, chat.id);
     h.server.shutdown().await;
 }
 
@@ -341,7 +323,9 @@ async fn a_local_only_chat_refuses_a_cloud_model_through_the_routes() {
     .await;
 
     // Opening on a cloud model with the lock on: a 400 naming the model.
-    let (s, v) = open(&h, json!({"model": "openai:gpt-4.1", "local_only": true})).await;
+    let (s, v) = h
+        .open_raw(json!({"model": "openai:gpt-4.1", "local_only": true}))
+        .await;
     assert_eq!(s, 400, "{v}");
     let message = v["error"]["message"].as_str().unwrap();
     assert!(message.starts_with("`model`"), "{message}");
@@ -351,8 +335,10 @@ async fn a_local_only_chat_refuses_a_cloud_model_through_the_routes() {
     );
 
     // Switching a local-only chat to a cloud model: refused, the chat stays.
-    let (_, v) = open(&h, json!({"model": "script:first", "local_only": true})).await;
-    let local = chat_of(&v);
+    let (_, v) = h
+        .open_raw(json!({"model": "script:first", "local_only": true}))
+        .await;
+    let local = Chat::of(&v);
     let (_, p) = h.get(&local, "/permissions").await;
     assert_eq!(p["local_only"], true);
     let (s, v) = h
@@ -374,8 +360,8 @@ async fn a_local_only_chat_refuses_a_cloud_model_through_the_routes() {
 
     // Turned on while on a cloud model: the next message is refused in the
     // loop, with an error event, and nothing reaches the model.
-    let (_, v) = open(&h, json!({"model": "openai:gpt-4.1"})).await;
-    let chat = chat_of(&v);
+    let (_, v) = h.open_raw(json!({"model": "openai:gpt-4.1"})).await;
+    let chat = Chat::of(&v);
     let (s, p) = h
         .call(
             &chat,

@@ -62,6 +62,38 @@ fn interrupt_and_wait(child: &mut Child) -> i32 {
     panic!("lrg serve did not stop within 30 s of Ctrl-C");
 }
 
+async fn transcript(client: &reqwest::Client, chat: &str, token: &str) -> Value {
+    let r = client
+        .get(format!("{chat}/transcript"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    r.json().await.unwrap()
+}
+
+/// Send "hi" to the chat at `chat` (its URL) and wait for the scripted
+/// answer; returns the transcript then.
+async fn say_hi(client: &reqwest::Client, chat: &str, token: &str, origin: &str) -> Value {
+    let r = client
+        .post(format!("{chat}/messages"))
+        .bearer_auth(token)
+        .header("origin", origin)
+        .json(&json!({"text": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    for _ in 0..100 {
+        let t = transcript(client, chat, token).await;
+        if t["rows"].as_array().unwrap().len() == 2 {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the scripted model did not answer");
+}
+
 #[tokio::test]
 async fn serve_prints_the_page_url_and_answers_on_it() {
     let env = Env::new();
@@ -88,34 +120,8 @@ async fn serve_prints_the_page_url_and_answers_on_it() {
     assert_eq!(r.status(), 200);
     assert!(r.headers().contains_key("content-security-policy"));
     let chat = format!("{origin}/v1/chat/sessions/{session}");
-    let r = client
-        .post(format!("{chat}/messages"))
-        .bearer_auth(token)
-        .header("origin", origin)
-        .json(&json!({"text": "hi"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let mut answered = false;
-    for _ in 0..100 {
-        let t: Value = client
-            .get(format!("{chat}/transcript"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if t["rows"].as_array().unwrap().len() == 2 {
-            assert_eq!(t["rows"][1]["text"], "Hello from the script.");
-            answered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(answered, "the scripted model answered");
+    let t = say_hi(&client, &chat, token, origin).await;
+    assert_eq!(t["rows"][1]["text"], "Hello from the script.");
     // The agent token opens more chats; a page of another site may not.
     let open = |origin: &str| {
         client
@@ -217,35 +223,13 @@ async fn keyed_chats_are_resumed_by_the_next_server() {
             v["session"].as_str().unwrap()
         );
         let token = v["chat_token"].as_str().unwrap();
-        let transcript = || async {
-            let r = client
-                .get(format!("{chat}/transcript"))
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap();
-            r.json::<Value>().await.unwrap()
-        };
         if expected == "created" {
-            let r = client
-                .post(format!("{chat}/messages"))
-                .bearer_auth(token)
-                .json(&json!({"text": "hi"}))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 202);
-            let mut answered = false;
-            for _ in 0..100 {
-                if transcript().await["rows"].as_array().unwrap().len() == 2 {
-                    answered = true;
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            assert!(answered, "the scripted model answered");
+            say_hi(&client, &chat, token, &origin).await;
         }
-        seen.push((v["session"].clone(), transcript().await));
+        seen.push((
+            v["session"].clone(),
+            transcript(&client, &chat, token).await,
+        ));
         assert_eq!(interrupt_and_wait(&mut child), 0);
     }
     assert_eq!(seen[0], seen[1], "the same chat, the same transcript");

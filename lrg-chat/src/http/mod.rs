@@ -374,17 +374,8 @@ impl ChatServer {
 
     /// Run [`Self::evict_idle`] every `every`, until the server is dropped.
     pub fn spawn_sweeper(&self, every: Duration) -> tokio::task::JoinHandle<()> {
-        let weak = Arc::downgrade(&self.state);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let Some(state) = weak.upgrade() else {
-                    return;
-                };
-                state.evict_idle().await;
-            }
+        crate::registry::every_while_alive(&self.state, every, |state| async move {
+            state.evict_idle().await;
         })
     }
 
