@@ -387,3 +387,42 @@ async fn a_local_only_chat_refuses_a_cloud_model_through_the_routes() {
         "it never said the chat went anywhere"
     );
 }
+
+#[tokio::test]
+async fn a_chat_another_server_holds_is_a_409_and_unkeyed_chats_are_not_stored() {
+    let dir = TempDir::new().unwrap();
+    let a = server(&dir, script()).await;
+    let (s, v) = a.open_raw(keyed("script:first")).await;
+    assert_eq!(s, 201, "{v}");
+    let held = Chat::of(&v);
+    let mut events = a.events(&held, 0).await;
+    say(&a, &held, &mut events, "echo kept").await;
+
+    // A second server on the same directory: one writer per chat.
+    let b = server(&dir, vec![]).await;
+    let (s, v) = b.open_raw(keyed("script:first")).await;
+    assert_eq!(
+        (s, v["error"]["kind"].as_str()),
+        (409, Some("conflict")),
+        "{v}"
+    );
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("open in another process"), "{message}");
+    assert!(
+        !message.contains(dir.path().to_str().unwrap()),
+        "no internal path: {message}"
+    );
+    assert_eq!(b.server.chat_count(), 0);
+
+    // Unkeyed chats stay in memory: nothing could find them again.
+    let unkeyed = a.open(json!({"model": "script:first"})).await;
+    let mut events = a.events(&unkeyed, 0).await;
+    say(&a, &unkeyed, &mut events, "hello").await;
+    let files: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    assert_eq!(files, [format!("{}.jsonl", held.id)]);
+    a.server.shutdown().await;
+}
