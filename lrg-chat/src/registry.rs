@@ -417,10 +417,14 @@ impl SessionRegistry {
     pub async fn end(&self, id: &SessionId) -> Result<bool, RegistryError> {
         let entry = relock(&self.live).remove(id);
         if let Some(entry) = &entry {
-            entry.session.stop();
+            entry.session.stop_with_sub_agents();
         }
         let stored = match &self.store {
-            Some(store) => store.delete(id).await?,
+            Some(store) => {
+                // Its sub-agents' transcripts go with it.
+                crate::store::delete_sub_agents(store.as_ref(), id).await?;
+                store.delete(id).await?
+            }
             None => false,
         };
         Ok(entry.is_some() || stored)
