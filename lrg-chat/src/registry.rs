@@ -310,6 +310,7 @@ impl SessionRegistry {
         };
         let id = found.meta.id.clone();
         if found.meta.model.model != request.model.model {
+            crate::store::delete_sub_agents(store.as_ref(), &id).await?;
             store.delete(&id).await?;
             let how = OpenedHow::Replaced {
                 old: id,
