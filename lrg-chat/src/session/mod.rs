@@ -597,6 +597,17 @@ impl ChatSession {
         self.shared.sub_agents.as_ref()?.session(id)
     }
 
+    /// Wait until no message runs (a person's, or a turn reacting to a
+    /// sub-agent's answer).
+    pub async fn wait_idle(&self) {
+        let mut events = self.subscribe(self.shared.events.last_seq());
+        while self.is_busy() {
+            if events.next().await.is_none() {
+                events = self.subscribe(self.shared.events.last_seq());
+            }
+        }
+    }
+
     /// Wait until nothing is left to do: no message running, no sub-agent
     /// queued or running, no answer waiting to come in. Without sub-agents,
     /// until the running message ends.
