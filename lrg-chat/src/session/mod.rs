@@ -500,7 +500,8 @@ impl ChatSession {
     }
 
     /// Empty the conversation. A cleared chat is a new chat: tools allowed
-    /// "for this chat" ask again (rules saved with "always" stay).
+    /// "for this chat" ask again (rules saved with "always" stay), and its
+    /// sub-agents are stopped, forgotten and deleted from the store.
     pub fn clear(&self) -> Result<(), SessionError> {
         let mut state = self.shared.lock();
         if state.running.is_some() {

@@ -304,7 +304,8 @@ impl Manager {
         };
         loop {
             let mut agents = self.lock();
-            if agents.running >= self.config.max_concurrent {
+            // The field is public: 0 would queue everything forever.
+            if agents.running >= self.config.max_concurrent.max(1) {
                 return;
             }
             let Some(id) = agents.queue.pop_front() else {

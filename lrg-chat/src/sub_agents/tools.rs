@@ -203,7 +203,7 @@ async fn spawn(manager: &Manager, shared: &Shared, call: &ToolCall) -> ToolOutpu
         agents.queue.push_back(id);
     }
     agents.last = Some(last);
-    let free = config.max_concurrent.saturating_sub(agents.running);
+    let free = config.max_concurrent.max(1).saturating_sub(agents.running);
     drop(agents);
     for (id, description) in &spawned {
         crate::session::publish(
@@ -230,7 +230,7 @@ async fn spawn(manager: &Manager, shared: &Shared, call: &ToolCall) -> ToolOutpu
     if spawned.len() > free {
         text.push_str(&format!(
             " {} run at a time: {} queued until others finish.",
-            config.max_concurrent,
+            config.max_concurrent.max(1),
             spawned.len() - free
         ));
     }
