@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use lrg_chat::events::Event;
+use lrg_chat::session::ChatSessionBuilder;
 use lrg_chat::store::{JsonlStore, ModelBinding, SessionMeta, SessionStore};
 use lrg_chat::sub_agents::{SubAgentStatus, SubAgents};
 use lrg_chat::{Answer, ChatSession, FixedModel, Permissions, TurnOutcome};
@@ -106,6 +107,18 @@ fn setup(
     limits: SubAgents,
     store: Option<(Arc<dyn SessionStore>, lrg_chat::store::SessionId)>,
 ) -> Setup {
+    setup_with(parent, subs, limits, |builder| match store {
+        Some((store, id)) => builder.store(store, id),
+        None => builder,
+    })
+}
+
+fn setup_with(
+    parent: Vec<ScriptedTurn>,
+    subs: Vec<(&str, Vec<ScriptedTurn>)>,
+    limits: SubAgents,
+    configure: impl FnOnce(ChatSessionBuilder) -> ChatSessionBuilder,
+) -> Setup {
     let parent = ScriptedModel::named("parent", parent);
     let subs: HashMap<String, ScriptedModel> = subs
         .into_iter()
@@ -138,15 +151,12 @@ fn setup(
             },
         )
         .unwrap();
-    let mut builder = ChatSession::builder(Arc::new(FixedModel::new(router)))
+    let builder = ChatSession::builder(Arc::new(FixedModel::new(router)))
         .tools(tools.host.clone())
         .permissions(Arc::new(Permissions::default()))
         .sub_agents(limits);
-    if let Some((store, id)) = store {
-        builder = builder.store(store, id);
-    }
     Setup {
-        session: builder.build(),
+        session: configure(builder).build(),
         parent,
         subs,
         gates,
@@ -645,4 +655,136 @@ fn sub_agent_ids_parse_and_name_their_parent() {
     ] {
         assert!(bad.parse::<lrg_chat::store::SessionId>().is_err(), "{bad}");
     }
+}
+
+/// The names of the tools in the history's calls, in order.
+fn called(session: &ChatSession) -> Vec<String> {
+    session
+        .history()
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_answer_that_comes_while_the_parent_works_waits_for_the_end_of_its_message() {
+    let s = setup(
+        vec![
+            spawn(&["w"]),
+            reply("Started."),
+            calls(&[("wait_gate", json!({"name": "hold"}))]),
+            reply("Second message done."),
+            reply("w is in."),
+        ],
+        vec![("w", gated("w"))],
+        SubAgents::default(),
+        None,
+    );
+    finish(s.session.send("start w").unwrap()).await;
+    let second = s.session.send("now wait at the hold gate").unwrap();
+    // The parent is in its tool when the sub-agent finishes.
+    s.gates.open("w");
+    until(&s.session, |a| a[0].status == SubAgentStatus::Done).await;
+    assert!(s.session.is_busy());
+    assert!(!called(&s.session).contains(&"sub_agent_result".to_string()));
+    s.gates.open("hold");
+    assert_eq!(
+        finish(second).await,
+        TurnOutcome::Completed {
+            text: "Second message done.".into()
+        }
+    );
+    settled(&s.session).await;
+    assert_eq!(
+        called(&s.session),
+        ["spawn_sub_agent", "wait_gate", "sub_agent_result"]
+    );
+    let history = s.session.history();
+    assert_eq!(history.last().unwrap().text(), "w is in.");
+    assert_pairing(&s.session);
+}
+
+#[tokio::test]
+async fn after_a_stop_a_waiting_answer_enters_without_a_turn() {
+    let s = setup(
+        vec![
+            spawn(&["w"]),
+            reply("Started."),
+            calls(&[("wait_gate", json!({"name": "hold"}))]),
+            reply("never played"),
+        ],
+        vec![("w", gated("w"))],
+        SubAgents::default(),
+        None,
+    );
+    finish(s.session.send("start w").unwrap()).await;
+    let second = s.session.send("now wait at the hold gate").unwrap();
+    s.gates.open("w");
+    until(&s.session, |a| a[0].status == SubAgentStatus::Done).await;
+    assert!(s.session.stop());
+    s.gates.open("hold");
+    assert_eq!(finish(second).await, TurnOutcome::Stopped);
+    settled(&s.session).await;
+    assert_eq!(
+        called(&s.session),
+        ["spawn_sub_agent", "wait_gate", "sub_agent_result"]
+    );
+    assert_eq!(s.parent.remaining(), 1, "no turn after the person's stop");
+    assert!(!s.session.events().entries().iter().any(|e| matches!(
+        e.event,
+        Event::Busy {
+            autonomous: true,
+            ..
+        }
+    )));
+    assert_pairing(&s.session);
+}
+
+#[tokio::test]
+async fn a_resumed_chat_numbers_new_sub_agents_after_its_stored_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn SessionStore> = Arc::new(JsonlStore::new(dir.path()));
+    let meta = SessionMeta::new(ModelBinding::new("script:router"));
+    let parent_id = meta.id.clone();
+    store.create(&meta).await.unwrap();
+    let first = setup(
+        vec![spawn(&["r1"]), reply("Started."), reply("r1 is in.")],
+        vec![("r1", gated("r1"))],
+        SubAgents::default(),
+        Some((store.clone(), parent_id.clone())),
+    );
+    finish(first.session.send("one").unwrap()).await;
+    first.gates.open("r1");
+    settled(&first.session).await;
+    first.session.save().await;
+    drop(first);
+    store.release(&parent_id).await;
+
+    let stored = store.resume(&parent_id, 64).await.unwrap();
+    assert!(
+        stored
+            .rows
+            .iter()
+            .any(|m| m.tool_calls().any(|c| c.name == "sub_agent_result"))
+    );
+    let second = setup_with(
+        vec![spawn(&["r2"]), reply("Again."), reply("r2 is in.")],
+        vec![("r2", gated("r2"))],
+        SubAgents::default(),
+        |builder| {
+            builder
+                .store(store.clone(), parent_id.clone())
+                .resumed(stored)
+        },
+    );
+    finish(second.session.send("two").unwrap()).await;
+    assert_eq!(
+        second.session.sub_agents()[0].id,
+        parent_id.sub_agent(2).as_str()
+    );
+    second.gates.open("r2");
+    settled(&second.session).await;
+    assert!(store.load(&parent_id.sub_agent(1)).await.is_ok());
+    assert!(store.load(&parent_id.sub_agent(2)).await.is_ok());
 }
