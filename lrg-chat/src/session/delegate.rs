@@ -7,10 +7,10 @@ use std::sync::Arc;
 use lrg_providers::{Message, Part, Role, ToolCall, ToolResult};
 use serde_json::json;
 
-use super::{ChatSession, Shared, State, TurnOutcome, Work, start_work};
+use super::{ChatSession, Shared, State, TurnOutcome, Work};
 use crate::events::Event;
 use crate::store::{SessionId, SessionStore};
-use crate::sub_agents::{Finished, Manager, SUB_AGENT_RESULT};
+use crate::sub_agents::{Finished, Manager, SUB_AGENT_RESULT, SubAgentInfo};
 use crate::tools::ToolClass;
 
 /// A store and the id a session is kept under in it.
@@ -59,6 +59,83 @@ pub(crate) fn sub_agent_session(parent: &Shared, id: &str) -> (ChatSession, Opti
     (builder.build(), stored)
 }
 
+/// The sub-agent side of the session's public API.
+impl ChatSession {
+    /// [`ChatSession::stop`], and stop the running sub-agents too: their
+    /// answers do not come back. Returns whether anything was stopped.
+    pub fn stop_with_sub_agents(&self) -> bool {
+        let stopped = self.stop();
+        let running = self
+            .shared
+            .sub_agents
+            .as_ref()
+            .map_or(0, |m| m.stop_running());
+        stopped || running > 0
+    }
+
+    /// The sub-agents this session spawned, in order (empty when sub-agents
+    /// are off).
+    pub fn sub_agents(&self) -> Vec<SubAgentInfo> {
+        self.shared
+            .sub_agents
+            .as_ref()
+            .map(|m| m.list())
+            .unwrap_or_default()
+    }
+
+    /// Sub-agent `id`'s own session (its events, its history), once it has
+    /// started.
+    pub fn sub_agent(&self, id: &str) -> Option<ChatSession> {
+        self.shared.sub_agents.as_ref()?.session(id)
+    }
+
+    /// Wait until no message runs (a person's, or a turn reacting to a
+    /// sub-agent's answer).
+    pub async fn wait_idle(&self) {
+        let mut events = self.subscribe(self.shared.events.last_seq());
+        while self.is_busy() {
+            if events.next().await.is_none() {
+                events = self.subscribe(self.shared.events.last_seq());
+            }
+        }
+    }
+
+    /// Wait until nothing is left to do: no message running, no sub-agent
+    /// queued or running, no answer waiting to come in. Without sub-agents,
+    /// until the running message ends.
+    pub async fn wait_settled(&self) {
+        let mut events = self.subscribe(self.shared.events.last_seq());
+        let mut changes = self
+            .shared
+            .sub_agents
+            .as_ref()
+            .map(|m| m.subscribe_changes());
+        loop {
+            let quiet = self.shared.sub_agents.as_ref().is_none_or(|m| m.is_quiet());
+            if quiet && !self.is_busy() {
+                return;
+            }
+            tokio::select! {
+                entry = events.next() => {
+                    if entry.is_none() {
+                        events = self.subscribe(self.shared.events.last_seq());
+                    }
+                }
+                changed = async {
+                    match changes.as_mut() {
+                        Some(c) => c.changed().await.is_ok(),
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if !changed {
+                        changes = None;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Bring the next finished sub-agent's answer into the parent's history and
 /// start a turn to react to it, unless the parent is working (then the end
 /// of that work calls this again).
@@ -79,7 +156,10 @@ pub(crate) fn deliver(shared: &Arc<Shared>) {
     enter(shared, &mut state, done);
     // Not awaited: the outcome is in the events, and the next result is
     // delivered when this turn ends.
-    drop(start_work(shared, &runtime, state, Work::Message, true));
+    let parent = ChatSession {
+        shared: shared.clone(),
+    };
+    drop(parent.start_as(&runtime, state, Work::Message, true));
 }
 
 /// After the parent's work ends: a stop lets waiting answers into the

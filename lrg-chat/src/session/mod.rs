@@ -47,7 +47,7 @@ use crate::permissions::{
     Answer, LongestIdArray, PermissionSettings, Permissions, SaveStatus, TargetCounter,
 };
 use crate::store::{SessionId, SessionStore, StoredSession};
-use crate::sub_agents::{SubAgentInfo, SubAgents};
+use crate::sub_agents::SubAgents;
 use crate::tools::{ToolOutput, Tools, ToolsError};
 
 pub(crate) use delegate::{
@@ -543,7 +543,63 @@ impl ChatSession {
         state: MutexGuard<'_, State>,
         work: Work,
     ) -> TurnHandle {
-        start_work(&self.shared, runtime, state, work, false)
+        self.start_as(runtime, state, work, false)
+    }
+
+    /// Start `work` as a task, with the state locked by the caller (who
+    /// checked that nothing runs). `autonomous`: not started by the person (a
+    /// turn to react to a sub-agent's result).
+    fn start_as(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        mut state: MutexGuard<'_, State>,
+        work: Work,
+        autonomous: bool,
+    ) -> TurnHandle {
+        let cancel = CancellationToken::new();
+        state.running = Some(cancel.clone());
+        self.shared.publish(Event::Busy {
+            busy: true,
+            autonomous,
+        });
+        drop(state);
+        let shared = self.shared.clone();
+        let task = runtime.spawn(async move {
+            // The user message is kept even if the process dies mid-turn.
+            persist::save(&shared).await;
+            let note_stop = matches!(work, Work::Message);
+            let work = async {
+                match work {
+                    Work::Message => run::run_message(&shared, &cancel).await,
+                    Work::Compact => compact::run_compact(&shared, &cancel).await,
+                }
+            };
+            // A panicking tool or model (code the app plugs in) must not leave
+            // the session busy forever with a call that has no result.
+            let outcome = match std::panic::AssertUnwindSafe(work).catch_unwind().await {
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    let error = ProviderError::Other {
+                        message: format!("internal error while working on the message: {what}"),
+                    };
+                    shared.publish(Event::Error {
+                        message: error.to_string(),
+                        kind: ErrorKind::Internal,
+                    });
+                    TurnOutcome::Failed { error }
+                }
+            };
+            finish(&shared, &outcome, note_stop);
+            delegate::after_work(&shared, &outcome);
+            persist::save(&shared).await;
+            outcome
+        });
+        TurnHandle { task }
     }
 
     /// Stop the running message: the model turn is cancelled at once, waiting
@@ -567,80 +623,6 @@ impl ChatSession {
                 true
             }
             None => queued > 0,
-        }
-    }
-
-    /// [`ChatSession::stop`], and stop the running sub-agents too: their
-    /// answers do not come back. Returns whether anything was stopped.
-    pub fn stop_with_sub_agents(&self) -> bool {
-        let stopped = self.stop();
-        let running = self
-            .shared
-            .sub_agents
-            .as_ref()
-            .map_or(0, |m| m.stop_running());
-        stopped || running > 0
-    }
-
-    /// The sub-agents this session spawned, in order (empty when sub-agents
-    /// are off).
-    pub fn sub_agents(&self) -> Vec<SubAgentInfo> {
-        self.shared
-            .sub_agents
-            .as_ref()
-            .map(|m| m.list())
-            .unwrap_or_default()
-    }
-
-    /// Sub-agent `id`'s own session (its events, its history), once it has
-    /// started.
-    pub fn sub_agent(&self, id: &str) -> Option<ChatSession> {
-        self.shared.sub_agents.as_ref()?.session(id)
-    }
-
-    /// Wait until no message runs (a person's, or a turn reacting to a
-    /// sub-agent's answer).
-    pub async fn wait_idle(&self) {
-        let mut events = self.subscribe(self.shared.events.last_seq());
-        while self.is_busy() {
-            if events.next().await.is_none() {
-                events = self.subscribe(self.shared.events.last_seq());
-            }
-        }
-    }
-
-    /// Wait until nothing is left to do: no message running, no sub-agent
-    /// queued or running, no answer waiting to come in. Without sub-agents,
-    /// until the running message ends.
-    pub async fn wait_settled(&self) {
-        let mut events = self.subscribe(self.shared.events.last_seq());
-        let mut changes = self
-            .shared
-            .sub_agents
-            .as_ref()
-            .map(|m| m.subscribe_changes());
-        loop {
-            let quiet = self.shared.sub_agents.as_ref().is_none_or(|m| m.is_quiet());
-            if quiet && !self.is_busy() {
-                return;
-            }
-            tokio::select! {
-                entry = events.next() => {
-                    if entry.is_none() {
-                        events = self.subscribe(self.shared.events.last_seq());
-                    }
-                }
-                changed = async {
-                    match changes.as_mut() {
-                        Some(c) => c.changed().await.is_ok(),
-                        None => std::future::pending().await,
-                    }
-                } => {
-                    if !changed {
-                        changes = None;
-                    }
-                }
-            }
         }
     }
 
@@ -745,62 +727,6 @@ fn answer_unanswered(history: &mut Vec<Message>) {
         history,
         "Not run: the session failed before this call could run.",
     );
-}
-
-/// Start `work` as a task, with the state locked by the caller (who checked
-/// that nothing runs). `autonomous`: not started by the person (a turn to
-/// react to a sub-agent's result).
-fn start_work(
-    shared: &Arc<Shared>,
-    runtime: &tokio::runtime::Handle,
-    mut state: MutexGuard<'_, State>,
-    work: Work,
-    autonomous: bool,
-) -> TurnHandle {
-    let cancel = CancellationToken::new();
-    state.running = Some(cancel.clone());
-    shared.publish(Event::Busy {
-        busy: true,
-        autonomous,
-    });
-    drop(state);
-    let shared = shared.clone();
-    let task = runtime.spawn(async move {
-        // The user message is kept even if the process dies mid-turn.
-        persist::save(&shared).await;
-        let note_stop = matches!(work, Work::Message);
-        let work = async {
-            match work {
-                Work::Message => run::run_message(&shared, &cancel).await,
-                Work::Compact => compact::run_compact(&shared, &cancel).await,
-            }
-        };
-        // A panicking tool or model (code the app plugs in) must not leave
-        // the session busy forever with a call that has no result.
-        let outcome = match std::panic::AssertUnwindSafe(work).catch_unwind().await {
-            Ok(outcome) => outcome,
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                let error = ProviderError::Other {
-                    message: format!("internal error while working on the message: {what}"),
-                };
-                shared.publish(Event::Error {
-                    message: error.to_string(),
-                    kind: ErrorKind::Internal,
-                });
-                TurnOutcome::Failed { error }
-            }
-        };
-        finish(&shared, &outcome, note_stop);
-        delegate::after_work(&shared, &outcome);
-        persist::save(&shared).await;
-        outcome
-    });
-    TurnHandle { task }
 }
 
 enum Work {
