@@ -122,6 +122,11 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
             );
         }
     }
+    // Sub-agents still at work answer, and the model reacts, before the chat
+    // ends (Ctrl-C stops them).
+    if args.sub_agents {
+        session.wait_settled().await;
+    }
     running.finish(&session).await;
     drop(ctrl_c);
     ready.host.shutdown().await;

@@ -818,3 +818,18 @@ fn without_sub_agents_the_tool_is_not_offered() {
     );
     assert!(!r.stdout.contains("subtask_start"), "{r:?}");
 }
+
+#[test]
+fn chat_with_sub_agents_shows_them_and_waits_for_them_at_the_end() {
+    let env = Env::new();
+    env.file("s.json", SUB_AGENT_SCRIPT);
+    let r = ran(env
+        .lrg()
+        .args(["chat", "--sub-agents", "--model", "script:s.json"])
+        .write_stdin("count my notes in the background\n"));
+    assert_eq!(r.code, 0, "{r:?}");
+    // The sub-agent's own reply is in its stream, not the chat's.
+    assert_eq!(r.stdout, "Working on it.\nThe helper is done.\n", "{r:?}");
+    assert!(r.stderr.contains("::sub::1 count the notes"), "{r:?}");
+    assert!(r.stderr.contains("→ sub_agent_result"), "{r:?}");
+}
