@@ -210,6 +210,7 @@ impl Printer {
                     arguments: &ask.arguments,
                     reason,
                     offer_always: *offer_always,
+                    sub_agent: Some(ask.sub_session_id.as_str()),
                 },
                 None => Question {
                     tool: call.map_or("?", |c| c.tool.as_str()),
@@ -217,6 +218,7 @@ impl Printer {
                     arguments: call.map_or(&null, |c| &c.arguments),
                     reason,
                     offer_always: *offer_always,
+                    sub_agent: None,
                 },
             };
             // A stop withdraws the question (the session denies it): stop
