@@ -383,7 +383,7 @@ impl SessionRegistry {
                 return Ok(());
             }
             live.iter()
-                .filter(|(_, e)| e.meta.keys.is_some() && !e.session.is_busy())
+                .filter(|(_, e)| e.meta.keys.is_some() && e.session.is_settled())
                 .min_by_key(|(_, e)| e.last_used)
                 .map(|(id, _)| id.clone())
         };
@@ -457,14 +457,14 @@ impl SessionRegistry {
     }
 
     /// Evict every keyed session idle longer than [`RegistryConfig::idle`]
-    /// (busy ones are not idle); returns how many.
+    /// (busy ones, and ones whose sub-agents are at work, are not idle); returns how many.
     pub async fn evict_idle(&self) -> usize {
         let now = Instant::now();
         let idle: Vec<SessionId> = relock(&self.live)
             .iter()
             .filter(|(_, e)| {
                 e.meta.keys.is_some()
-                    && !e.session.is_busy()
+                    && e.session.is_settled()
                     && now.duration_since(e.last_used) >= self.config.idle
             })
             .map(|(id, _)| id.clone())

@@ -272,6 +272,8 @@ async fn three_sub_agents_report_out_of_order_and_the_parent_reacts_to_each() {
     .await;
     let spawned = &results(&s.session)[0].1;
     assert!(spawned.starts_with("Spawned 3 sub-agents: "), "{spawned}");
+    assert!(!s.session.is_busy());
+    assert!(!s.session.is_settled(), "idle, but its sub-agents work");
 
     release_and_react(&s, "b", "b is in.").await;
     release_and_react(&s, "c", "c is in.").await;
@@ -279,6 +281,7 @@ async fn three_sub_agents_report_out_of_order_and_the_parent_reacts_to_each() {
     settled(&s.session).await;
 
     assert_eq!(statuses(&s.session), [SubAgentStatus::Done; 3]);
+    assert!(s.session.is_settled());
     assert_pairing(&s.session);
     // Each answer entered as a synthetic call paired with its result, in
     // the order they finished; only the final answers.

@@ -100,6 +100,13 @@ impl ChatSession {
         }
     }
 
+    /// Whether nothing is left to do: no message running, no sub-agent
+    /// queued or running, no answer waiting to come in (what makes a
+    /// session safe to evict).
+    pub fn is_settled(&self) -> bool {
+        !self.is_busy() && self.shared.sub_agents.as_ref().is_none_or(|m| m.is_quiet())
+    }
+
     /// Wait until nothing is left to do: no message running, no sub-agent
     /// queued or running, no answer waiting to come in. Without sub-agents,
     /// until the running message ends.
@@ -111,8 +118,7 @@ impl ChatSession {
             .as_ref()
             .map(|m| m.subscribe_changes());
         loop {
-            let quiet = self.shared.sub_agents.as_ref().is_none_or(|m| m.is_quiet());
-            if quiet && !self.is_busy() {
+            if self.is_settled() {
                 return;
             }
             tokio::select! {
