@@ -37,7 +37,7 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             Err(failure) => return failed(shared, failure),
         };
         let info = model.info();
-        let specs = match shared.tools.list_shared().await {
+        let mut specs = match shared.tools.list_shared().await {
             Ok(specs) => specs,
             Err(e) => {
                 shared.publish(Event::Warning {
@@ -47,6 +47,10 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
                 std::sync::Arc::from([])
             }
         };
+        if shared.sub_agents.is_some() {
+            // The kept list is shared: a session with sub-agents adds its own tool to a copy.
+            specs = crate::sub_agents::tools::with_own(specs.to_vec()).into();
+        }
         let settings = shared.permissions.settings();
         let offered: Vec<_> = specs
             .iter()
