@@ -62,6 +62,13 @@ pub enum Command {
     /// `--mcp 'lrg demo-server'` starts it from this same binary.
     #[command(after_help = EXIT_CODES)]
     DemoServer,
+    /// Serve the Agent Client Protocol on stdio, for editors (Zed, ...)
+    ///
+    /// The editor starts `lrg acp` and drives lrg's loop: its MCP servers join --mcp's, tool
+    /// calls that would ask become the editor's permission questions, and the model is a
+    /// session option. With --store, sessions are kept and the editor can load them again.
+    #[command(after_help = format!("{}\n\n{EXIT_CODES}", model_help()))]
+    Acp(AcpArgs),
     /// Run scenario files as a regression suite (tool calls, replies, recordings; JUnit for CI)
     #[command(after_help = TEST_EXIT_CODES)]
     Test(TestArgs),
@@ -203,6 +210,26 @@ pub struct ChatArgs {
     pub record: Option<PathBuf>,
     #[command(flatten)]
     pub saved: SessionArgs,
+}
+
+/// `lrg acp`.
+#[derive(Debug, Clone, Args)]
+pub struct AcpArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
+    /// The system prompt of each session
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Model turns allowed per prompt
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+    // Sessions are kept (and `session/load` offered) only when --store or LRG_STORE is given.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `lrg models`.
