@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use lrg_chat::acp::{AcpError, AcpSession, ModelChoice, SessionFactory, SessionSpec};
+use lrg_chat::acp::{AcpBackend, AcpError, AcpSession, ModelChoice, SessionFactory, SessionSpec};
 use lrg_chat::session::ChatSessionBuilder;
 use lrg_chat::store::{ModelBinding, RESUME_ROWS, SessionId, SessionMeta, SessionStore};
 use lrg_chat::tools::{McpConfig, ToolHost};
@@ -54,20 +54,16 @@ struct Sessions {
 
 impl Sessions {
     /// The session's model, tools and builder; `model` overrides `--model`.
-    async fn build(
-        &self,
-        spec: &SessionSpec,
-        model: Option<&str>,
-    ) -> Result<(ChatSessionBuilder, Arc<ToolHost>, String), AcpError> {
+    async fn build(&self, spec: &SessionSpec, model: Option<&str>) -> Result<Built, AcpError> {
         let mut args = self.model.clone();
         if let Some(model) = model.or(spec.model.as_deref()) {
             args.model = Some(model.to_string());
         }
         // Provider futures are not provably Send (see serve.rs).
-        let model = crate::serve::on_blocking_thread(move || async move {
+        let (model, agent) = crate::serve::on_blocking_thread(move || async move {
             crate::resolve::resolve(&args, None)
                 .await
-                .map(|r| r.model)
+                .map(|r| (r.model, r.acp))
                 .map_err(|e| e.to_string())
         })
         .await
@@ -92,7 +88,31 @@ impl Sessions {
         if let Some(steps) = self.max_steps {
             builder = builder.max_steps(steps as usize);
         }
-        Ok((builder, host, info.id()))
+        Ok(Built {
+            builder,
+            host,
+            model: info.id(),
+            agent,
+        })
+    }
+}
+
+/// A session's parts, before it is built.
+struct Built {
+    builder: ChatSessionBuilder,
+    host: Arc<ToolHost>,
+    model: String,
+    /// An external agent as the model (`acp:`), to attach to the chat.
+    agent: Option<Arc<AcpBackend>>,
+}
+
+impl Built {
+    fn finish(self) -> AcpSession {
+        let session = self.builder.build();
+        if let Some(agent) = &self.agent {
+            agent.attach(&session);
+        }
+        AcpSession::new(session, self.model).with_host(self.host)
     }
 }
 
@@ -119,16 +139,16 @@ fn store_error(e: impl std::fmt::Display) -> AcpError {
 impl SessionFactory for Sessions {
     fn open(&self, spec: SessionSpec) -> BoxFuture<'_, Result<AcpSession, AcpError>> {
         Box::pin(async move {
-            let (mut builder, host, model) = self.build(&spec, None).await?;
+            let mut built = self.build(&spec, None).await?;
             if let Some(store) = &self.store {
-                let meta = SessionMeta::new(ModelBinding::new(model.clone()));
+                let meta = SessionMeta::new(ModelBinding::new(built.model.clone()));
                 if let Err(e) = store.create(&meta).await {
-                    host.shutdown().await;
+                    built.host.shutdown().await;
                     return Err(store_error(e));
                 }
-                builder = builder.store(store.clone(), meta.id);
+                built.builder = built.builder.store(store.clone(), meta.id);
             }
-            Ok(AcpSession::new(builder.build(), model).with_host(host))
+            Ok(built.finish())
         })
     }
 
@@ -158,9 +178,9 @@ impl SessionFactory for Sessions {
             })?;
             // A kept chat goes on with the model it was made with.
             let model = stored.meta.model.model.clone();
-            let (builder, host, model) = self.build(&spec, Some(&model)).await?;
-            let session = builder.store(store.clone(), sid).resumed(stored).build();
-            Ok(AcpSession::new(session, model).with_host(host))
+            let mut built = self.build(&spec, Some(&model)).await?;
+            built.builder = built.builder.store(store.clone(), sid).resumed(stored);
+            Ok(built.finish())
         })
     }
 

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use lrg_chat::acp::AcpBackend;
 use lrg_providers::record::{RecordingModel, ReplayModel};
 use lrg_providers::{ChatModel, ModelRef, Provider, ScriptedModel};
 
@@ -16,6 +17,9 @@ pub struct Resolved {
     pub model: Arc<dyn ChatModel>,
     /// The replay, when `replay:` was chosen: checked for unplayed turns at the end.
     pub replay: Option<Arc<ReplayModel>>,
+    /// The external agent, when `acp:` was chosen: attached to the chat once
+    /// it is built, so its tool calls and questions show there.
+    pub acp: Option<Arc<AcpBackend>>,
 }
 
 /// Resolve the model the flags (or `LRG_MODEL`) name, or the first local
@@ -30,6 +34,18 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
         Some(id) => id.to_string(),
         None => crate::providers::default_model(args).await?,
     };
+    if let Some(command) = id.strip_prefix("acp:") {
+        let words = shell_words::split(command).map_err(|e| usage!("--model {id:?}: {e}"))?;
+        let cwd = std::env::current_dir()
+            .map_err(|e| usage!("--model {id}: no working directory for the agent: {e}"))?;
+        let backend = Arc::new(AcpBackend::new(words, cwd).map_err(|e| usage!("{e}"))?);
+        let model: Arc<dyn ChatModel> = backend.clone();
+        return Ok(Resolved {
+            model: recorded(model, record)?,
+            replay: None,
+            acp: Some(backend),
+        });
+    }
     let model_ref: ModelRef = id.parse().map_err(|e| usage!("--model {id:?}: {e}"))?;
     if args.local_only && model_ref.provider.is_cloud() {
         return Err(usage!(
@@ -53,13 +69,24 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
         }
         _ => crate::providers::connect(&model_ref, args).await?,
     };
-    let model = match record {
+    Ok(Resolved {
+        model: recorded(model, record)?,
+        replay,
+        acp: None,
+    })
+}
+
+/// `model`, wrapped in a recorder when `record` is given.
+fn recorded(
+    model: Arc<dyn ChatModel>,
+    record: Option<&Path>,
+) -> Result<Arc<dyn ChatModel>, CliError> {
+    Ok(match record {
         None => model,
         Some(path) => {
             Arc::new(RecordingModel::create(model, path).map_err(|e| usage!("--record: {e}"))?)
         }
-    };
-    Ok(Resolved { model, replay })
+    })
 }
 
 /// After a replayed run: turns left unplayed mean the session now stops

@@ -412,3 +412,91 @@ async fn a_kept_session_loads_again_with_its_history() {
         ["user: hi", "message: Hello there."]
     );
 }
+
+/// `lrg run --model acp:'lrg acp …'`: lrg driving lrg. The inner lrg's tool
+/// calls show in the outer run, and its permission questions are the outer
+/// run's approvals: denied (with a note) when nobody can answer, allowed with
+/// `--yes`.
+#[test]
+fn lrg_runs_an_acp_agent_and_shows_its_tool_calls() {
+    let env = Env::new();
+    env.file(
+        "s.json",
+        r#"[{"reasoning": "Look first.", "text": "Let me look.", "calls": [{"name": "list_notes"}]},
+            {"calls": [{"name": "add_note", "arguments": {"text": "milk"}}]},
+            {"text": "Three notes; the new one was refused."}]"#,
+    );
+    let lrg = env!("CARGO_BIN_EXE_lrg");
+    let agent = format!("acp:{lrg} acp --model script:s.json --mcp '{lrg} demo-server'");
+    let r = common::ran(env.lrg().args(["run", "--model", &agent, "what notes?"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "Let me look.\n\nThree notes; the new one was refused.\n"
+    );
+    for line in [
+        "→ list_notes {} [read]",
+        "✓ list_notes 1: Buy oat milk",
+        "→ add_note {\"text\":\"milk\"} [change]",
+        "approval add_note: deny",
+        "✗ add_note Not run: not allowed",
+    ] {
+        assert!(r.stderr.contains(line), "no {line:?} in:\n{}", r.stderr);
+    }
+    let r = common::ran(
+        env.lrg()
+            .args(["run", "--yes", "--model", &agent, "what notes?"]),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("✓ add_note added note 4"), "{}", r.stderr);
+}
+
+#[test]
+fn an_acp_agent_that_does_not_start_is_a_clear_error() {
+    let env = Env::new();
+    let r = common::ran(
+        env.lrg()
+            .args(["run", "--model", "acp:no-such-agent-binary", "hi"]),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("cannot start ACP agent `no-such-agent-binary`"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[tokio::test]
+async fn choosing_another_model_starts_a_new_chat_on_it() {
+    use agent_client_protocol::v1::schema::SetSessionConfigOptionRequest;
+    let env = Env::new();
+    env.file("a.json", r#"[{"text": "From a."}]"#);
+    env.file("b.json", r#"[{"text": "From b."}]"#);
+    let seen = Shared::default();
+    let current = converse(
+        &env,
+        &["--model", "script:a.json"],
+        seen.clone(),
+        async |cx| {
+            let session = new_session(&cx).await;
+            let set = SetSessionConfigOptionRequest::new(
+                session.session_id.clone(),
+                "model",
+                "script:b.json",
+            );
+            let options = cx.send_request(set).block_task().await?.config_options;
+            cx.send_request(prompt(&session, "hi")).block_task().await?;
+            let SessionConfigKind::Select(select) = &options[0].kind else {
+                panic!("the model option is not a select");
+            };
+            Ok(select.current_value.0.to_string())
+        },
+    )
+    .await;
+    assert_eq!(current, "script:b.json");
+    assert_eq!(
+        seen.lock().unwrap().updates,
+        ["message: From", "message:  b."]
+    );
+}

@@ -24,6 +24,7 @@
 //! | completed / stopped / step limit / error | `end_turn` / `cancelled` / `max_turn_requests` / a JSON-RPC error naming it |
 
 mod agent;
+mod backend;
 mod map;
 
 use std::path::PathBuf;
@@ -35,6 +36,7 @@ use crate::session::ChatSession;
 use crate::tools::{McpConfig, ToolHost};
 
 pub use agent::{serve, serve_stdio};
+pub use backend::AcpBackend;
 
 /// The id of the model session config option.
 pub const MODEL_OPTION: &str = "model";

@@ -18,6 +18,7 @@
 
 mod calls;
 mod compact;
+mod external;
 mod history;
 mod locality;
 mod persist;
@@ -48,6 +49,7 @@ use crate::permissions::{
 use crate::store::{SessionId, SessionStore, StoredSession};
 use crate::tools::{ToolOutput, Tools, ToolsError};
 
+pub use external::WeakChatSession;
 pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
 pub use switch::{SwitchCheck, SwitchableModel};
 
