@@ -300,6 +300,9 @@ impl ChatModel for AcpBackend {
                 .send_request(PromptRequest::new(running.session.clone(), prompt))
                 .block_task();
             tokio::pin!(response);
+            // The loop drops a stopped turn's stream without polling it
+            // again: the agent is told to cancel then too.
+            let mut pending = CancelOnDrop(Some((running.cx.clone(), running.session.clone())));
             let mut shown = Shown::default();
             let mut cancel_sent = false;
             let result = loop {
@@ -323,11 +326,12 @@ impl ChatModel for AcpBackend {
                     },
                     Step::Cancel => {
                         cancel_sent = true;
-                        let _ = running
-                            .cx
-                            .send_notification(CancelNotification::new(running.session.clone()));
+                        pending.cancel();
                     }
-                    Step::Done(result) => break result,
+                    Step::Done(result) => {
+                        pending.0 = None;
+                        break result;
+                    }
                 }
             };
             // Updates routed before the answer are told before it ends.
@@ -350,9 +354,11 @@ impl ChatModel for AcpBackend {
                     yield Ok(TurnEvent::End { stop });
                 }
                 Err(e) => {
-                    let dead = running.task.is_finished();
+                    let dead = running.task.is_finished()
+                        || agent_client_protocol::is_incoming_transport_closed(&e)
+                        || agent_client_protocol::is_connection_terminated(&e);
                     let message = if dead {
-                        format!("the agent exited ({e}); the next message starts it again")
+                        "the agent exited; the next message starts it again".to_string()
                     } else {
                         format!("session/prompt failed: {e}")
                     };
@@ -363,6 +369,23 @@ impl ChatModel for AcpBackend {
                 }
             }
         })
+    }
+}
+
+/// Sends `session/cancel` for a prompt still running when dropped.
+struct CancelOnDrop(Option<(ConnectionTo<Agent>, SessionId)>);
+
+impl CancelOnDrop {
+    fn cancel(&mut self) {
+        if let Some((cx, session)) = self.0.take() {
+            let _ = cx.send_notification(CancelNotification::new(session));
+        }
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.cancel();
     }
 }
 
