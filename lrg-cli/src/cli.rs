@@ -16,9 +16,13 @@ Exit codes:
 
 /// The "Models" help, from the provider table.
 pub fn model_help() -> String {
+    // `acp:` is not a provider of the table: the agent is a process that
+    // runs its own loop (lrg_chat::acp::AcpBackend), resolved by the CLI.
     format!(
-        "Models (--model provider:model, default $LRG_MODEL, else the first local model found):\n{}",
-        lrg_providers::Provider::help_lines()
+        "Models (--model provider:model, default $LRG_MODEL, else the first local model found):\n{}\n  {:<28}  {}",
+        lrg_providers::Provider::help_lines(),
+        "acp:'COMMAND ARGS'",
+        "an external ACP agent, which runs its own tools"
     )
 }
 

@@ -35,7 +35,11 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
         None => crate::providers::default_model(args).await?,
     };
     if let Some(command) = id.strip_prefix("acp:") {
-        let words = shell_words::split(command).map_err(|e| usage!("--model {id:?}: {e}"))?;
+        let mut words = shell_words::split(command).map_err(|e| usage!("--model {id:?}: {e}"))?;
+        // As in --mcp, `lrg` is this very binary.
+        if words.first().is_some_and(|w| w == "lrg") {
+            words[0] = crate::tools::this_binary()?;
+        }
         let cwd = std::env::current_dir()
             .map_err(|e| usage!("--model {id}: no working directory for the agent: {e}"))?;
         let backend = Arc::new(AcpBackend::new(words, cwd).map_err(|e| usage!("{e}"))?);

@@ -426,9 +426,9 @@ fn lrg_runs_an_acp_agent_and_shows_its_tool_calls() {
             {"calls": [{"name": "add_note", "arguments": {"text": "milk"}}]},
             {"text": "Three notes; the new one was refused."}]"#,
     );
-    let lrg = env!("CARGO_BIN_EXE_lrg");
-    let agent = format!("acp:{lrg} acp --model script:s.json --mcp '{lrg} demo-server'");
-    let r = common::ran(env.lrg().args(["run", "--model", &agent, "what notes?"]));
+    // `lrg` means this binary, in acp: as in --mcp (it is not on PATH here).
+    let agent = "acp:lrg acp --model script:s.json --mcp 'lrg demo-server'";
+    let r = common::ran(env.lrg().args(["run", "--model", agent, "what notes?"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         r.stdout,
@@ -445,7 +445,7 @@ fn lrg_runs_an_acp_agent_and_shows_its_tool_calls() {
     }
     let r = common::ran(
         env.lrg()
-            .args(["run", "--yes", "--model", &agent, "what notes?"]),
+            .args(["run", "--yes", "--model", agent, "what notes?"]),
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("✓ add_note added note 4"), "{}", r.stderr);
