@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use lrg_chat::acp::{AcpBackend, AcpError, AcpSession, ModelChoice, SessionFactory, SessionSpec};
 use lrg_chat::session::ChatSessionBuilder;
 use lrg_chat::store::{ModelBinding, RESUME_ROWS, SessionId, SessionMeta, SessionStore};
-use lrg_chat::tools::{McpConfig, ToolHost};
+use lrg_chat::tools::{McpConfig, McpServerConfig, ToolHost};
 use lrg_chat::{ChatSession, FixedModel, Permissions};
 use lrg_providers::ModelLocation;
 use lrg_providers::catalog::ModelCatalog;
@@ -74,7 +74,7 @@ impl Sessions {
             eprintln!("lrg acp: this conversation is sent to {host}");
         }
         let host = Arc::new(ToolHost::new());
-        let failures = host.add_mcp_config(&tools(&self.own, &spec.mcp)).await;
+        let failures = host.add_mcp_config(&tools(&self.own, spec)).await;
         for failure in failures {
             eprintln!("lrg acp: warning: {failure} (its tools are missing)");
         }
@@ -117,17 +117,25 @@ impl Built {
 }
 
 /// lrg's own servers first, then the client's, renamed `<name>_2` ... when
-/// a name is taken.
-fn tools(own: &McpConfig, client: &McpConfig) -> McpConfig {
+/// a name is taken; the client's child servers run in the session's
+/// directory.
+fn tools(own: &McpConfig, spec: &SessionSpec) -> McpConfig {
     let mut servers = own.servers.clone();
-    for (name, config) in &client.servers {
+    for (name, config) in &spec.mcp.servers {
+        let mut config = config.clone();
+        if let McpServerConfig::Stdio(child) = &mut config
+            && child.cwd.is_none()
+            && spec.cwd.is_dir()
+        {
+            child.cwd = Some(spec.cwd.clone());
+        }
         let mut unique = name.clone();
         let mut n = 2;
         while servers.iter().any(|(taken, _)| *taken == unique) {
             unique = format!("{name}_{n}");
             n += 1;
         }
-        servers.push((unique, config.clone()));
+        servers.push((unique, config));
     }
     McpConfig::new(servers)
 }

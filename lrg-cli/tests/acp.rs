@@ -227,7 +227,7 @@ async fn permission_questions_reach_the_client_and_its_answers_count() {
             {"text": "I did not delete it."}]"#,
     );
     let seen = Shared::default();
-    seen.lock().unwrap().answers = vec!["allow_always", "reject_once"];
+    seen.lock().unwrap().answers = vec!["allow_always", "reject_always"];
     let demo = demo_server();
     let stops = converse(
         &env,
@@ -257,10 +257,12 @@ async fn permission_questions_reach_the_client_and_its_answers_count() {
         [format!("add_note {all:?}"), format!("delete_notes {all:?}")]
     );
     insta::assert_snapshot!(seen.updates.join("\n"));
-    // "Allow always" wrote the rule to the settings file.
+    // "Allow always" and "reject always" wrote their rules to the settings
+    // file: the one tool runs from now on, the other is no longer offered.
     let settings = env.read("config/lrg/permissions.json");
     assert!(
-        settings.contains(r#""add_note": "allow""#),
+        settings.contains(r#""add_note": "allow""#)
+            && settings.contains(r#""delete_notes": "block""#),
         "settings: {settings}"
     );
 }
@@ -498,5 +500,46 @@ async fn choosing_another_model_starts_a_new_chat_on_it() {
     assert_eq!(
         seen.lock().unwrap().updates,
         ["message: From", "message:  b."]
+    );
+}
+
+#[tokio::test]
+async fn the_clients_mcp_servers_are_the_sessions_tools() {
+    use agent_client_protocol::v1::schema::{McpServer, McpServerStdio};
+    let env = Env::new();
+    env.file(
+        "s.json",
+        r#"[{"calls": [{"name": "read_note", "arguments": {"id": 2}}]}, {"text": "Found it."}]"#,
+    );
+    let seen = Shared::default();
+    converse(
+        &env,
+        &["--model", "script:s.json"],
+        seen.clone(),
+        async |cx| {
+            let notes = McpServerStdio::new("notes", env!("CARGO_BIN_EXE_lrg"))
+                .args(vec!["demo-server".to_string()]);
+            let session = cx
+                .send_request(
+                    NewSessionRequest::new(env.dir.path())
+                        .mcp_servers(vec![McpServer::Stdio(notes)]),
+                )
+                .block_task()
+                .await?;
+            cx.send_request(prompt(&session, "read note 2"))
+                .block_task()
+                .await?;
+            Ok(())
+        },
+    )
+    .await;
+    let seen = seen.lock().unwrap();
+    assert!(
+        seen.updates.contains(
+            &"tool_call_update call_1_1 Completed Call the plumber about the kitchen sink"
+                .to_string()
+        ),
+        "{:#?}",
+        seen.updates
     );
 }
