@@ -17,9 +17,8 @@ use session_support::*;
 fn chat() -> (ChatSession, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let agent = env!("CARGO_BIN_EXE_lrg-test-acp-agent").to_string();
-    let backend = Arc::new(AcpBackend::new(vec![agent], dir.path()).unwrap());
-    let session = ChatSession::builder(Arc::new(FixedModel(backend.clone()))).build();
-    backend.attach(&session);
+    let backend = AcpBackend::new(vec![agent], dir.path()).unwrap();
+    let session = ChatSession::builder(Arc::new(FixedModel::new(backend))).build();
     (session, dir)
 }
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use lrg_chat::acp::{AcpBackend, AcpError, AcpSession, ModelChoice, SessionFactory, SessionSpec};
+use lrg_chat::acp::{AcpError, AcpSession, ModelChoice, SessionFactory, SessionSpec};
 use lrg_chat::session::ChatSessionBuilder;
 use lrg_chat::store::{ModelBinding, RESUME_ROWS, SessionId, SessionMeta, SessionStore};
 use lrg_chat::tools::{McpConfig, McpServerConfig, ToolHost};
@@ -60,10 +60,10 @@ impl Sessions {
             args.model = Some(model.to_string());
         }
         // Provider futures are not provably Send (see serve.rs).
-        let (model, agent) = crate::serve::on_blocking_thread(move || async move {
+        let model = crate::serve::on_blocking_thread(move || async move {
             crate::resolve::resolve(&args, None)
                 .await
-                .map(|r| (r.model, r.acp))
+                .map(|r| r.model)
                 .map_err(|e| e.to_string())
         })
         .await
@@ -92,7 +92,6 @@ impl Sessions {
             builder,
             host,
             model: info.id(),
-            agent,
         })
     }
 }
@@ -102,17 +101,11 @@ struct Built {
     builder: ChatSessionBuilder,
     host: Arc<ToolHost>,
     model: String,
-    /// An external agent as the model (`acp:`), to attach to the chat.
-    agent: Option<Arc<AcpBackend>>,
 }
 
 impl Built {
     fn finish(self) -> AcpSession {
-        let session = self.builder.build();
-        if let Some(agent) = &self.agent {
-            agent.attach(&session);
-        }
-        AcpSession::new(session, self.model).with_host(self.host)
+        AcpSession::new(self.builder.build(), self.model).with_host(self.host)
     }
 }
 

@@ -136,13 +136,13 @@ async fn switch(
     target: &str,
 ) -> Result<(), String> {
     // An external agent (`acp:`) is not a provider: resolved as --model is.
-    let (model, agent) = if target.starts_with("acp:") {
+    let model = if target.starts_with("acp:") {
         let mut model_args = args.model.clone();
         model_args.model = Some(target.to_string());
         let resolved = crate::resolve::resolve(&model_args, None)
             .await
             .map_err(|e| e.to_string())?;
-        (resolved.model, resolved.acp)
+        resolved.model
     } else {
         let model_ref: lrg_providers::ModelRef = target.parse().map_err(|e| format!("{e}"))?;
         if args.model.local_only && model_ref.provider.is_cloud() {
@@ -150,10 +150,9 @@ async fn switch(
                 "--local-only: {model_ref} would send the conversation to a cloud"
             ));
         }
-        let model = crate::providers::connect(&model_ref, &args.model)
+        crate::providers::connect(&model_ref, &args.model)
             .await
-            .map_err(|e| e.to_string())?;
-        (model, None)
+            .map_err(|e| e.to_string())?
     };
     let info = model.info();
     let check = ready
@@ -183,9 +182,6 @@ async fn switch(
         .session
         .switch_model(&ready.source, model)
         .map_err(|e| e.to_string())?;
-    if let Some(agent) = agent {
-        agent.attach(&ready.session);
-    }
     eprintln!("New chat on {}.", info.id());
     if let Some(host) = &info.sends_to {
         eprintln!("This conversation is sent to {host}");

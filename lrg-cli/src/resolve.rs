@@ -17,9 +17,6 @@ pub struct Resolved {
     pub model: Arc<dyn ChatModel>,
     /// The replay, when `replay:` was chosen: checked for unplayed turns at the end.
     pub replay: Option<Arc<ReplayModel>>,
-    /// The external agent, when `acp:` was chosen: attached to the chat once
-    /// it is built, so its tool calls and questions show there.
-    pub acp: Option<Arc<AcpBackend>>,
 }
 
 /// Resolve the model the flags (or `LRG_MODEL`) name, or the first local
@@ -42,12 +39,11 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
         }
         let cwd = std::env::current_dir()
             .map_err(|e| usage!("--model {id}: no working directory for the agent: {e}"))?;
-        let backend = Arc::new(AcpBackend::new(words, cwd).map_err(|e| usage!("{e}"))?);
-        let model: Arc<dyn ChatModel> = backend.clone();
+        let model: Arc<dyn ChatModel> =
+            Arc::new(AcpBackend::new(words, cwd).map_err(|e| usage!("{e}"))?);
         return Ok(Resolved {
             model: recorded(model, record)?,
             replay: None,
-            acp: Some(backend),
         });
     }
     let model_ref: ModelRef = id.parse().map_err(|e| usage!("--model {id:?}: {e}"))?;
@@ -76,7 +72,6 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
     Ok(Resolved {
         model: recorded(model, record)?,
         replay,
-        acp: None,
     })
 }
 

@@ -153,7 +153,6 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     if let Some(host) = &info.sends_to {
         eprintln!("This conversation is sent to {host}");
     }
-    let acp = resolved.acp.clone();
     let source = Arc::new(SwitchableModel::new(resolved.model));
     let tools = host.clone();
     let system = flags.system.map(str::to_string);
@@ -183,9 +182,6 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
             (kept.session, kept.shown, Some(kept.registry))
         }
     };
-    if let Some(agent) = &acp {
-        agent.attach(&session);
-    }
     Ok(Ready {
         session,
         source,

@@ -52,8 +52,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// dropped. One that dies fails the turn with an error saying so; the next
 /// message starts it again, on a fresh agent session.
 ///
-/// Call [`AcpBackend::attach`] with the chat once it is built: without it,
-/// tool calls are not shown and every permission question is rejected.
+/// The chat is the one whose turn calls the backend
+/// ([`ChatSession::current`]); called outside a chat, tool calls are not
+/// shown and every permission question is rejected.
 pub struct AcpBackend {
     inner: Arc<Inner>,
 }
@@ -61,7 +62,6 @@ pub struct AcpBackend {
 struct Inner {
     command: Vec<String>,
     cwd: PathBuf,
-    chat: Mutex<Option<WeakChatSession>>,
     /// The agent, started at the first message; one turn at a time.
     agent: tokio::sync::Mutex<Option<Running>>,
 }
@@ -122,25 +122,13 @@ impl AcpBackend {
             inner: Arc::new(Inner {
                 command,
                 cwd: cwd.into(),
-                chat: Mutex::default(),
                 agent: tokio::sync::Mutex::new(None),
             }),
         })
     }
-
-    /// Show the agent's tool calls in `chat` and ask its questions there.
-    pub fn attach(&self, chat: &ChatSession) {
-        *lrg_providers::sync::lock(&self.inner.chat) = Some(chat.downgrade());
-    }
 }
 
 impl Inner {
-    fn chat(&self) -> Option<ChatSession> {
-        lrg_providers::sync::lock(&self.chat)
-            .as_ref()
-            .and_then(WeakChatSession::upgrade)
-    }
-
     fn name(&self) -> String {
         shell_words::join(&self.command)
     }
@@ -268,6 +256,8 @@ impl ChatModel for AcpBackend {
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
         let inner = self.inner.clone();
+        // Read now: the session's task is the one calling.
+        let chat = ChatSession::current().map(|c| c.downgrade());
         Box::pin(async_stream::stream! {
             let prompt = match last_prompt(&request.messages) {
                 Ok(prompt) => prompt,
@@ -303,7 +293,7 @@ impl ChatModel for AcpBackend {
             // The loop drops a stopped turn's stream without polling it
             // again: the agent is told to cancel then too.
             let mut pending = CancelOnDrop(Some((running.cx.clone(), running.session.clone())));
-            let mut shown = Shown::default();
+            let mut shown = Shown::new(chat);
             let mut cancel_sent = false;
             let result = loop {
                 let next = tokio::select! {
@@ -315,12 +305,12 @@ impl ChatModel for AcpBackend {
                 match next {
                     Step::Item(item) => match *item {
                         Incoming::Update(update) => {
-                            if let Some(event) = shown.update(&inner, update) {
+                            if let Some(event) = shown.update(update) {
                                 yield Ok(event);
                             }
                         }
                         Incoming::Ask(req, answer) => {
-                            let outcome = shown.ask(&inner, &req).await;
+                            let outcome = shown.ask(&req).await;
                             let _ = answer.send(outcome);
                         }
                     },
@@ -337,7 +327,7 @@ impl ChatModel for AcpBackend {
             // Updates routed before the answer are told before it ends.
             while let Ok(item) = incoming.try_recv() {
                 if let Incoming::Update(update) = item
-                    && let Some(event) = shown.update(&inner, update)
+                    && let Some(event) = shown.update(update)
                 {
                     yield Ok(event);
                 }
@@ -396,8 +386,9 @@ enum Step {
 }
 
 /// The agent's tool calls told to the chat so far in this turn.
-#[derive(Default)]
 struct Shown {
+    /// The chat whose turn this is.
+    chat: Option<WeakChatSession>,
     calls: HashSet<String>,
     /// Some answer text was streamed in this turn.
     wrote: bool,
@@ -406,9 +397,22 @@ struct Shown {
 }
 
 impl Shown {
+    fn new(chat: Option<WeakChatSession>) -> Self {
+        Self {
+            chat,
+            calls: HashSet::new(),
+            wrote: false,
+            tools_since_text: false,
+        }
+    }
+
+    fn chat(&self) -> Option<ChatSession> {
+        self.chat.as_ref().and_then(WeakChatSession::upgrade)
+    }
+
     /// The turn event for an update, after telling the chat what is not
     /// part of the model's answer (tool calls).
-    fn update(&mut self, inner: &Inner, update: SessionUpdate) -> Option<TurnEvent> {
+    fn update(&mut self, update: SessionUpdate) -> Option<TurnEvent> {
         let text = |block: ContentBlock| match block {
             ContentBlock::Text(t) => Some(t.text),
             _ => None,
@@ -428,8 +432,8 @@ impl Shown {
             }
             SessionUpdate::ToolCall(call) => {
                 let id = call.tool_call_id.0.to_string();
-                self.announce(inner, &id, &call.title, call.kind, call.raw_input);
-                self.status(inner, &id, Some(call.status), call.content);
+                self.announce(&id, &call.title, call.kind, call.raw_input);
+                self.status(&id, Some(call.status), call.content);
                 None
             }
             SessionUpdate::ToolCallUpdate(update) => {
@@ -437,37 +441,24 @@ impl Shown {
                 let fields = update.fields;
                 let title = fields.title.unwrap_or_else(|| "tool".into());
                 self.announce(
-                    inner,
                     &id,
                     &title,
                     fields.kind.unwrap_or_default(),
                     fields.raw_input,
                 );
-                self.status(
-                    inner,
-                    &id,
-                    fields.status,
-                    fields.content.unwrap_or_default(),
-                );
+                self.status(&id, fields.status, fields.content.unwrap_or_default());
                 None
             }
             _ => None,
         }
     }
 
-    fn announce(
-        &mut self,
-        inner: &Inner,
-        id: &str,
-        title: &str,
-        kind: ToolKind,
-        input: Option<Value>,
-    ) {
+    fn announce(&mut self, id: &str, title: &str, kind: ToolKind, input: Option<Value>) {
         if !self.calls.insert(id.to_string()) {
             return;
         }
         self.tools_since_text = true;
-        if let Some(chat) = inner.chat() {
+        if let Some(chat) = self.chat() {
             chat.publish_external(Event::ToolCall {
                 call_id: id.to_string(),
                 tool: title.to_string(),
@@ -479,14 +470,8 @@ impl Shown {
         }
     }
 
-    fn status(
-        &self,
-        inner: &Inner,
-        id: &str,
-        status: Option<ToolCallStatus>,
-        content: Vec<ToolCallContent>,
-    ) {
-        let Some(chat) = inner.chat() else {
+    fn status(&self, id: &str, status: Option<ToolCallStatus>, content: Vec<ToolCallContent>) {
+        let Some(chat) = self.chat() else {
             return;
         };
         let call_id = id.to_string();
@@ -517,18 +502,13 @@ impl Shown {
     }
 
     /// Ask the chat, and pick the agent's option that says what it answered.
-    async fn ask(
-        &mut self,
-        inner: &Inner,
-        req: &RequestPermissionRequest,
-    ) -> RequestPermissionOutcome {
-        let Some(chat) = inner.chat() else {
+    async fn ask(&mut self, req: &RequestPermissionRequest) -> RequestPermissionOutcome {
+        let Some(chat) = self.chat() else {
             return RequestPermissionOutcome::Cancelled;
         };
         let id = req.tool_call.tool_call_id.0.to_string();
         let fields = &req.tool_call.fields;
         self.announce(
-            inner,
             &id,
             fields.title.as_deref().unwrap_or("tool"),
             fields.kind.unwrap_or_default(),

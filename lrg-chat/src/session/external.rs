@@ -1,8 +1,10 @@
 //! Work done outside the loop: a model that owns its own loop and tools (an
-//! external ACP agent, [`crate::acp::AcpBackend`]) reports its tool calls
-//! and asks its permission questions through the session, so every viewer
-//! and approver (terminal, page, script) serves it as it serves lrg's own.
+//! external ACP agent) reports its tool calls and asks its permission
+//! questions through the session whose turn it is taking
+//! ([`ChatSession::current`]), so every viewer and approver (terminal, page,
+//! script) serves it as it serves lrg's own.
 
+use std::future::Future;
 use std::sync::{Arc, Weak};
 
 use tokio::sync::oneshot;
@@ -22,7 +24,22 @@ impl std::fmt::Debug for WeakChatSession {
     }
 }
 
+tokio::task_local! {
+    /// The session whose message (or compaction) the task is working on.
+    static WORKING: WeakChatSession;
+}
+
+/// Marks the work of a session's task as that session's.
+pub(super) fn working(shared: &Arc<Shared>) -> WeakChatSession {
+    WeakChatSession(Arc::downgrade(shared))
+}
+
 impl WeakChatSession {
+    /// Run `work` as this session's: [`ChatSession::current`] finds it.
+    pub(super) fn scope_to<F: Future>(self, work: F) -> impl Future<Output = F::Output> {
+        WORKING.scope(self, work)
+    }
+
     /// The session, while it lives.
     pub fn upgrade(&self) -> Option<ChatSession> {
         self.0.upgrade().map(|shared| ChatSession { shared })
@@ -30,6 +47,13 @@ impl WeakChatSession {
 }
 
 impl ChatSession {
+    /// The session whose message the calling task is working on: what a
+    /// model's [`lrg_providers::ChatModel::turn`] finds when a session
+    /// calls it. `None` outside a session's turn.
+    pub fn current() -> Option<ChatSession> {
+        WORKING.try_with(WeakChatSession::upgrade).ok().flatten()
+    }
+
     /// A handle that does not keep the session alive.
     pub fn downgrade(&self) -> WeakChatSession {
         WeakChatSession(Arc::downgrade(&self.shared))

@@ -511,7 +511,8 @@ impl ChatSession {
         self.shared.publish(Event::Busy { busy: true });
         drop(state);
         let shared = self.shared.clone();
-        let task = runtime.spawn(async move {
+        let working = external::working(&self.shared);
+        let task = runtime.spawn(working.scope_to(async move {
             // The user message is kept even if the process dies mid-turn.
             persist::save(&shared).await;
             let note_stop = matches!(work, Work::Message);
@@ -544,7 +545,7 @@ impl ChatSession {
             finish(&shared, &outcome, note_stop);
             persist::save(&shared).await;
             outcome
-        });
+        }));
         TurnHandle { task }
     }
 
