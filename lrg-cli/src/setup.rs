@@ -34,6 +34,8 @@ pub struct SessionFlags<'a> {
     pub strict_tools: bool,
     /// `--session` and `--store`.
     pub saved: &'a SessionArgs,
+    /// `--sub-agents`.
+    pub sub_agents: bool,
 }
 
 /// A session ready to take messages.
@@ -158,6 +160,7 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     let system = flags.system.map(str::to_string);
     let max_steps = flags.max_steps;
     let local_only = flags.model.local_only;
+    let sub_agents = flags.sub_agents;
     let model_source = source.clone();
     let builder = move || {
         let mut builder = ChatSession::builder(model_source.clone())
@@ -170,6 +173,9 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
         }
         if let Some(steps) = max_steps {
             builder = builder.max_steps(steps as usize);
+        }
+        if sub_agents {
+            builder = builder.sub_agents(lrg_chat::sub_agents::SubAgents::default());
         }
         builder
     };

@@ -334,7 +334,7 @@ impl State {
             while let Some(entry) = events.next().await {
                 match &entry.event {
                     // The last event of a turn.
-                    Event::Busy { busy: false } | Event::Resync => break,
+                    Event::Busy { busy: false, .. } | Event::Resync => break,
                     Event::ApprovalNeeded {
                         call_id,
                         offer_always,

@@ -83,6 +83,7 @@ impl ChatSession {
                 call_id: call_id.to_string(),
                 reason: ApprovalReason::Agent,
                 offer_always,
+                sub_agent: None,
             });
             cancel
         };

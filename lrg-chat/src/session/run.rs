@@ -37,7 +37,7 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             Err(failure) => return failed(shared, failure),
         };
         let info = model.info();
-        let specs = match shared.tools.list().await {
+        let mut specs = match shared.tools.list().await {
             Ok(specs) => specs,
             Err(e) => {
                 shared.publish(Event::Warning {
@@ -47,6 +47,9 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
                 Vec::new()
             }
         };
+        if shared.sub_agents.is_some() {
+            specs = crate::sub_agents::tools::with_own(specs);
+        }
         let settings = shared.permissions.settings();
         let offered: Vec<_> = specs
             .iter()

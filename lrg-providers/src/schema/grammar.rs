@@ -1,13 +1,16 @@
 //! [`grammar_schema`]: the schema both grammar engines (llguidance, XGrammar)
 //! constrain a local model's arguments with.
 
+use std::cell::RefCell;
+
 use serde_json::{Map, Value, json};
 
 use super::error::{SchemaError, json_type};
+use super::keyword_map::{KeywordMap, Kw};
 use super::merge::{Fold, distribute_properties, fold_all_of};
 use super::path::{Path, check_schema_depth};
-use super::refs::inline_refs;
-use super::validate::{non_negative, require_root_object, string_list, type_list};
+use super::refs::inline_refs_if_any;
+use super::validate::{non_negative, require_root_object, string_list, type_names};
 
 /// Shapes a tool's input schema for a grammar engine.
 ///
@@ -33,11 +36,13 @@ use super::validate::{non_negative, require_root_object, string_list, type_list}
 /// objects and capping strings narrow it.
 pub fn grammar_schema(schema: &Value, max_string_len: u32) -> Result<Value, SchemaError> {
     require_root_object(schema)?;
-    let inlined = inline_refs(schema)?;
+    // Read, never consumed: the output is built from what the grammar keeps,
+    // so the descriptions and the rest are neither copied nor freed.
+    let inlined = inline_refs_if_any(schema)?;
     let shaper = Shaper {
         cap: u64::from(max_string_len),
     };
-    shaper.shape(inlined, &Path::ROOT, 0, Position::Root)
+    shaper.shape(&inlined, &Path::ROOT, 0, Position::Root)
 }
 
 /// Where a subschema sits, which decides how it is closed.
@@ -68,7 +73,7 @@ struct Shaper {
 impl Shaper {
     fn shape(
         &self,
-        node: Value,
+        node: &Value,
         path: &Path<'_>,
         depth: usize,
         position: Position,
@@ -76,26 +81,38 @@ impl Shaper {
         check_schema_depth(depth, path)?;
         match node {
             Value::Bool(true) if position != Position::Branch => Ok(self.any_value()),
-            Value::Bool(accepts) => Ok(Value::Bool(accepts)),
+            Value::Bool(accepts) => Ok(Value::Bool(*accepts)),
             Value::Object(map) => self.object(map, path, depth, position),
             other => Err(SchemaError::NotAnObject {
                 path: path.render(),
-                found: json_type(&other),
+                found: json_type(other),
             }),
         }
     }
 
     fn object(
         &self,
-        mut map: Map<String, Value>,
+        map: &Map<String, Value>,
         path: &Path<'_>,
         depth: usize,
         position: Position,
     ) -> Result<Value, SchemaError> {
-        fold_all_of(&mut map, Fold::Exact);
-        distribute_properties(&mut map);
+        let mut map = KeywordMap::new(map);
+        let distributable = map.has(Kw::Properties) && (map.has(Kw::AnyOf) != map.has(Kw::OneOf));
+        let folded;
+        if map.has(Kw::AllOf) || distributable {
+            // The rare object whose parts merge is copied to be rewritten.
+            let mut owned = map.source().clone();
+            fold_all_of(&mut owned, Fold::Exact);
+            distribute_properties(&mut owned);
+            folded = owned;
+            map = KeywordMap::new(&folded);
+        }
 
-        let mut types = type_list(&map, path)?;
+        let mut types = map
+            .get(Kw::Type)
+            .map(|value| type_names(value, path))
+            .transpose()?;
         if types.is_none() {
             types = match position {
                 // A tool's input is an object, whatever its schema forgot to say.
@@ -111,27 +128,25 @@ impl Shaper {
                     .any(|t| t == name || (name == "number" && t == "integer"))
             })
         };
-        let has_combinator = ["anyOf", "oneOf", "allOf"]
-            .iter()
-            .any(|k| map.contains_key(*k));
+        let has_combinator = map.has_any(&[Kw::AnyOf, Kw::OneOf, Kw::AllOf]);
 
-        let mut out = Map::new();
+        let mut out = Map::with_capacity(8);
         if let Some(types) = &types {
             out.insert("type".to_owned(), types_value(types));
         }
-        let limited = map.contains_key("enum") || map.contains_key("const");
-        if let Some(values) = map.remove("enum") {
+        let limited = map.has_any(&[Kw::Enum, Kw::Const]);
+        if let Some(values) = map.take(Kw::Enum) {
             if !values.is_array() {
                 return Err(invalid(
                     path,
                     "enum",
-                    format!("must be an array, found {}", json_type(&values)),
+                    format!("must be an array, found {}", json_type(values)),
                 ));
             }
-            out.insert("enum".to_owned(), values);
+            out.insert("enum".to_owned(), values.clone());
         }
-        if let Some(value) = map.remove("const") {
-            out.insert("const".to_owned(), value);
+        if let Some(value) = map.take(Kw::Const) {
+            out.insert("const".to_owned(), value.clone());
         }
 
         if allows("object") {
@@ -148,8 +163,8 @@ impl Shaper {
         if allows("array") {
             self.array_keywords(&mut map, &mut out, path, depth)?;
         }
-        let any_of = map.remove("anyOf");
-        let one_of = map.remove("oneOf");
+        let any_of = map.take(Kw::AnyOf);
+        let one_of = map.take(Kw::OneOf);
         let mut alternatives = Vec::new();
         for (keyword, value) in [("anyOf", any_of), ("oneOf", one_of)] {
             if let Some(value) = value {
@@ -165,7 +180,7 @@ impl Shaper {
         if let Some(second) = alternatives.next() {
             out.insert("allOf".to_owned(), json!([{ "anyOf": second }]));
         }
-        if let Some(value) = map.remove("allOf") {
+        if let Some(value) = map.take(Kw::AllOf) {
             let parts = self.branches(value, &path.key("allOf"), "allOf", depth)?;
             match out.get_mut("allOf") {
                 Some(Value::Array(existing)) => {
@@ -177,7 +192,7 @@ impl Shaper {
             }
         }
 
-        if out.is_empty() && position != Position::Branch && !map.contains_key("required") {
+        if out.is_empty() && position != Position::Branch && !map.has(Kw::Required) {
             return Ok(self.any_value());
         }
         // An untyped schema whose values `enum`, `const` or its branches already
@@ -186,14 +201,14 @@ impl Shaper {
         let capped_elsewhere =
             types.is_none() && (limited || has_combinator || position == Position::Branch);
         if allows("string") && !capped_elsewhere {
-            if let Some(min) = map.get("minLength") {
+            if let Some(min) = map.get(Kw::MinLength) {
                 out.insert(
                     "minLength".to_owned(),
                     Value::from(non_negative(min, path, "minLength")?),
                 );
             }
             let existing = map
-                .get("maxLength")
+                .get(Kw::MaxLength)
                 .map(|max| non_negative(max, path, "maxLength"))
                 .transpose()?;
             if !limited || existing.is_some() {
@@ -207,7 +222,7 @@ impl Shaper {
 
     fn object_keywords(
         &self,
-        map: &mut Map<String, Value>,
+        map: &mut KeywordMap<'_>,
         out: &mut Map<String, Value>,
         path: &Path<'_>,
         depth: usize,
@@ -218,14 +233,14 @@ impl Shaper {
             has_combinator,
             explicit_object,
         } = context;
-        let properties = match map.remove("properties") {
+        let properties = match map.take(Kw::Properties) {
             None => None,
             Some(Value::Object(properties)) => {
                 let at = path.key("properties");
                 let mut shaped = Map::new();
                 for (name, schema) in properties {
-                    let value = self.shape(schema, &at.key(&name), depth + 1, Position::Value)?;
-                    shaped.insert(name, value);
+                    let value = self.shape(schema, &at.key(name), depth + 1, Position::Value)?;
+                    shaped.insert(name.clone(), value);
                 }
                 Some(shaped)
             }
@@ -233,13 +248,13 @@ impl Shaper {
                 return Err(invalid(
                     path,
                     "properties",
-                    format!("must be an object, found {}", json_type(&other)),
+                    format!("must be an object, found {}", json_type(other)),
                 ));
             }
         };
         let mut undeclared = Vec::new();
-        if let Some(required) = map.remove("required") {
-            let names = string_list(&required, path, "required")?;
+        if let Some(required) = map.take(Kw::Required) {
+            let names = string_list(required, path, "required")?;
             if let Some(properties) = &properties {
                 undeclared.extend(
                     names
@@ -249,17 +264,17 @@ impl Shaper {
                 );
             }
             if !names.is_empty() {
-                out.insert("required".to_owned(), required);
+                out.insert("required".to_owned(), required.clone());
             }
         }
-        let additional = map.remove("additionalProperties");
+        let additional = map.take(Kw::AdditionalProperties);
         if let Some(mut properties) = properties {
             // A required name the schema forgot to declare was allowed as an
             // additional property; closing the object must not make it impossible.
             let value = match &additional {
                 Some(Value::Bool(false)) => None,
                 Some(schema @ Value::Object(_)) => Some(self.shape(
-                    schema.clone(),
+                    schema,
                     &path.key("additionalProperties"),
                     depth + 1,
                     Position::Value,
@@ -301,7 +316,7 @@ impl Shaper {
                 return Err(invalid(
                     path,
                     "additionalProperties",
-                    format!("must be a schema, found {}", json_type(&other)),
+                    format!("must be a schema, found {}", json_type(other)),
                 ));
             }
         };
@@ -311,29 +326,29 @@ impl Shaper {
 
     fn array_keywords(
         &self,
-        map: &mut Map<String, Value>,
+        map: &mut KeywordMap<'_>,
         out: &mut Map<String, Value>,
         path: &Path<'_>,
         depth: usize,
     ) -> Result<(), SchemaError> {
-        let mut prefix = map.remove("prefixItems");
-        let mut items = map.remove("items");
+        let mut prefix = map.take(Kw::PrefixItems);
+        let mut items = map.take(Kw::Items);
         if let Some(Value::Array(_)) = items {
             // Drafts 4-7 tuples: `items` is the prefix, `additionalItems` the rest.
             prefix = items.take();
-            items = map.remove("additionalItems");
+            items = map.take(Kw::AdditionalItems);
         }
         if let Some(prefix) = prefix {
             let Value::Array(parts) = prefix else {
                 return Err(invalid(
                     path,
                     "prefixItems",
-                    format!("must be an array, found {}", json_type(&prefix)),
+                    format!("must be an array, found {}", json_type(prefix)),
                 ));
             };
             let at = path.key("prefixItems");
             let mut shaped = Vec::with_capacity(parts.len());
-            for (index, part) in parts.into_iter().enumerate() {
+            for (index, part) in parts.iter().enumerate() {
                 shaped.push(self.shape(part, &at.index(index), depth + 1, Position::Value)?);
             }
             out.insert("prefixItems".to_owned(), Value::Array(shaped));
@@ -342,11 +357,12 @@ impl Shaper {
             let shaped = self.shape(items, &path.key("items"), depth + 1, Position::Value)?;
             out.insert("items".to_owned(), shaped);
         }
-        for keyword in ["minItems", "maxItems"] {
+        for keyword in [Kw::MinItems, Kw::MaxItems] {
             if let Some(value) = map.get(keyword) {
+                let name = keyword.name();
                 out.insert(
-                    keyword.to_owned(),
-                    Value::from(non_negative(value, path, keyword)?),
+                    name.to_owned(),
+                    Value::from(non_negative(value, path, name)?),
                 );
             }
         }
@@ -356,7 +372,7 @@ impl Shaper {
     /// Shapes the parts of `anyOf`, `oneOf` or `allOf`.
     fn branches(
         &self,
-        value: Value,
+        value: &Value,
         path: &Path<'_>,
         keyword: &str,
         depth: usize,
@@ -365,7 +381,7 @@ impl Shaper {
             return Err(SchemaError::InvalidKeyword {
                 path: path.render(),
                 keyword: keyword.to_owned(),
-                reason: format!("must be an array of schemas, found {}", json_type(&value)),
+                reason: format!("must be an array of schemas, found {}", json_type(value)),
             });
         };
         if parts.is_empty() {
@@ -376,7 +392,7 @@ impl Shaper {
             });
         }
         let mut shaped = Vec::with_capacity(parts.len());
-        for (index, part) in parts.into_iter().enumerate() {
+        for (index, part) in parts.iter().enumerate() {
             let part = self.shape(part, &path.index(index), depth + 1, Position::Branch)?;
             match part {
                 // An alternative that is only alternatives joins this list
@@ -397,33 +413,46 @@ impl Shaper {
     /// Any JSON value, two levels deep at most, every string capped: what an
     /// unconstrained argument becomes (a grammar cannot recurse without bound).
     fn any_value(&self) -> Value {
-        let scalar =
-            json!({ "type": ["string", "number", "boolean", "null"], "maxLength": self.cap });
-        json!({
-            "type": ["string", "number", "boolean", "null", "array", "object"],
-            "maxLength": self.cap,
-            "items": scalar,
-            "additionalProperties": scalar,
+        thread_local! {
+            // Built once per string cap: copying a map is several times
+            // cheaper than building it through `json!`.
+            static ANY: RefCell<Option<(u64, Value)>> = const { RefCell::new(None) };
+        }
+        ANY.with_borrow_mut(|any| match any {
+            Some((cap, value)) if *cap == self.cap => value.clone(),
+            _ => {
+                let scalar = json!({
+                    "type": ["string", "number", "boolean", "null"],
+                    "maxLength": self.cap,
+                });
+                let value = json!({
+                    "type": ["string", "number", "boolean", "null", "array", "object"],
+                    "maxLength": self.cap,
+                    "items": scalar,
+                    "additionalProperties": scalar,
+                });
+                *any = Some((self.cap, value.clone()));
+                value
+            }
         })
     }
 }
 
 /// The type a schema without `type` evidently means, from its keywords.
-fn inferred_type(map: &Map<String, Value>) -> Option<Vec<String>> {
-    let has = |keywords: &[&str]| keywords.iter().any(|k| map.contains_key(*k));
-    if has(&["anyOf", "oneOf", "allOf", "enum", "const"]) {
+fn inferred_type(map: &KeywordMap) -> Option<Vec<String>> {
+    if map.has_any(&[Kw::AnyOf, Kw::OneOf, Kw::AllOf, Kw::Enum, Kw::Const]) {
         return None;
     }
-    let name = if has(&[
-        "properties",
-        "additionalProperties",
-        "patternProperties",
-        "required",
+    let name = if map.has_any(&[
+        Kw::Properties,
+        Kw::AdditionalProperties,
+        Kw::PatternProperties,
+        Kw::Required,
     ]) {
         "object"
-    } else if has(&["items", "prefixItems", "minItems", "maxItems"]) {
+    } else if map.has_any(&[Kw::Items, Kw::PrefixItems, Kw::MinItems, Kw::MaxItems]) {
         "array"
-    } else if has(&["minLength", "maxLength", "pattern"]) {
+    } else if map.has_any(&[Kw::MinLength, Kw::MaxLength, Kw::Pattern]) {
         "string"
     } else {
         return None;
