@@ -1,5 +1,8 @@
-//! The Agent Client Protocol (ACP): lrg as an agent that editors (Zed and
-//! other ACP clients) drive over stdio. Feature `acp`.
+//! The Agent Client Protocol (ACP), both ways. Feature `acp`.
+//!
+//! - lrg as an agent that editors (Zed and other ACP clients) drive over
+//!   stdio: [`serve`], below.
+//! - An external ACP agent as the model of a chat: [`AcpBackend`].
 //!
 //! [`serve`] answers one client on a byte stream (`lrg acp` serves stdin and
 //! stdout): `initialize`, `session/new` (the client's MCP servers join the
