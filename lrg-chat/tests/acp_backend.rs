@@ -108,3 +108,19 @@ async fn a_dead_agent_is_a_clear_error_and_the_next_message_starts_it_again() {
         "{outcome:?}"
     );
 }
+
+#[tokio::test]
+async fn chats_sharing_a_backend_each_have_their_own_agent_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = env!("CARGO_BIN_EXE_lrg-test-acp-agent").to_string();
+    let backend = Arc::new(AcpBackend::new(vec![agent], dir.path()).unwrap());
+    let chat = || ChatSession::builder(Arc::new(FixedModel(backend.clone()))).build();
+    let (a, b) = (chat(), chat());
+    let who = async |session: &ChatSession| match finish(session.send("who").unwrap()).await {
+        TurnOutcome::Completed { text } => text,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(who(&a).await, "session s1");
+    assert_eq!(who(&b).await, "session s2");
+    assert_eq!(who(&a).await, "session s1");
+}

@@ -54,7 +54,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 ///
 /// The chat is the one whose turn calls the backend
 /// ([`ChatSession::current`]); called outside a chat, tool calls are not
-/// shown and every permission question is rejected.
+/// shown and every permission question is rejected. Chats sharing one
+/// backend (a chat and its sub-agents) share the process but each has its
+/// own agent session; their turns run one at a time.
 pub struct AcpBackend {
     inner: Arc<Inner>,
 }
@@ -85,10 +87,11 @@ enum Incoming {
 
 type Route = Arc<Mutex<Option<mpsc::UnboundedSender<Incoming>>>>;
 
-/// A started agent with its session.
+/// A started agent with its sessions: one per chat that called it (a chat
+/// and its sub-agents each have their own conversation with the agent).
 struct Running {
     cx: ConnectionTo<Agent>,
-    session: SessionId,
+    sessions: Vec<(Option<WeakChatSession>, SessionId)>,
     route: Route,
     task: tokio::task::JoinHandle<()>,
     /// Killed (the whole group) when dropped.
@@ -139,7 +142,34 @@ impl Inner {
         }
     }
 
-    /// Spawn the agent, connect, `initialize` and open a session.
+    /// The agent session of `chat`, opened on first use.
+    async fn session_for(
+        &self,
+        running: &mut Running,
+        chat: &Option<WeakChatSession>,
+    ) -> Result<SessionId, ProviderError> {
+        let same = |known: &Option<WeakChatSession>| match (known, chat) {
+            (Some(a), Some(b)) => a.ptr_eq(b),
+            (None, None) => true,
+            _ => false,
+        };
+        if let Some((_, id)) = running.sessions.iter().find(|(known, _)| same(known)) {
+            return Ok(id.clone());
+        }
+        let open = running
+            .cx
+            .send_request(NewSessionRequest::new(self.cwd.clone()))
+            .block_task();
+        let id = tokio::time::timeout(START_TIMEOUT, open)
+            .await
+            .map_err(|_| self.failed("session/new got no answer"))?
+            .map_err(|e| self.failed(format!("session/new: {e}")))?
+            .session_id;
+        running.sessions.push((chat.clone(), id.clone()));
+        Ok(id)
+    }
+
+    /// Spawn the agent, connect and `initialize`.
     async fn start(&self) -> Result<Running, ProviderError> {
         let mut cmd = tokio::process::Command::new(&self.command[0]);
         cmd.args(&self.command[1..])
@@ -214,16 +244,10 @@ impl Inner {
                 .block_task()
                 .await
                 .map_err(|e| self.failed(format!("initialize: {e}")))?;
-            let session = cx
-                .send_request(NewSessionRequest::new(self.cwd.clone()))
-                .block_task()
-                .await
-                .map_err(|e| self.failed(format!("session/new: {e}")))?
-                .session_id;
-            Ok::<_, ProviderError>((cx, session))
+            Ok::<_, ProviderError>(cx)
         };
         let opened = tokio::time::timeout(START_TIMEOUT, open).await;
-        let (cx, session) = match opened {
+        let cx = match opened {
             Ok(Ok(opened)) => opened,
             Ok(Err(e)) => {
                 task.abort();
@@ -239,7 +263,7 @@ impl Inner {
         };
         Ok(Running {
             cx,
-            session,
+            sessions: Vec::new(),
             route,
             task,
             _process: process,
@@ -259,6 +283,7 @@ impl ChatModel for AcpBackend {
         // Read now: the session's task is the one calling.
         let chat = ChatSession::current().map(|c| c.downgrade());
         Box::pin(async_stream::stream! {
+            let shown_chat = chat.clone();
             let prompt = match last_prompt(&request.messages) {
                 Ok(prompt) => prompt,
                 Err(e) => {
@@ -280,20 +305,27 @@ impl ChatModel for AcpBackend {
                     }
                 }
             }
-            let Some(running) = agent.as_ref() else {
+            let Some(running) = agent.as_mut() else {
                 return;
+            };
+            let session = match inner.session_for(running, &chat).await {
+                Ok(session) => session,
+                Err(e) => {
+                    yield Err(e);
+                    return;
+                }
             };
             let (sender, mut incoming) = mpsc::unbounded_channel();
             *lrg_providers::sync::lock(&running.route) = Some(sender);
             let response = running
                 .cx
-                .send_request(PromptRequest::new(running.session.clone(), prompt))
+                .send_request(PromptRequest::new(session.clone(), prompt))
                 .block_task();
             tokio::pin!(response);
             // The loop drops a stopped turn's stream without polling it
             // again: the agent is told to cancel then too.
-            let mut pending = CancelOnDrop(Some((running.cx.clone(), running.session.clone())));
-            let mut shown = Shown::new(chat);
+            let mut pending = CancelOnDrop(Some((running.cx.clone(), session.clone())));
+            let mut shown = Shown::new(shown_chat);
             let mut cancel_sent = false;
             let result = loop {
                 let next = tokio::select! {

@@ -44,6 +44,11 @@ impl WeakChatSession {
     pub fn upgrade(&self) -> Option<ChatSession> {
         self.0.upgrade().map(|shared| ChatSession { shared })
     }
+
+    /// Whether both handles are of the same session.
+    pub fn ptr_eq(&self, other: &WeakChatSession) -> bool {
+        Weak::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl ChatSession {

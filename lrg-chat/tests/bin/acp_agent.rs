@@ -4,7 +4,8 @@
 //! Every prompt streams each kind of update: a plan, advertised commands, a
 //! thought, text, a tool call (kind `edit`) that asks permission, its
 //! progress or failure, usage, more text. Prompts with special words:
-//! `slow` streams `tick` until cancelled; `die` exits at once (exit code 3).
+//! `slow` streams `tick` until cancelled; `die` exits at once (exit code 3);
+//! `who` answers with the session's id (`s1`, `s2`, ... in order of creation).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
@@ -17,9 +18,9 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock,
     ContentChunk, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
     PermissionOption, PermissionOptionKind, Plan, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SessionUpdate,
-    StopReason, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
-    UsageUpdate,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionId, SessionNotification,
+    SessionUpdate, StopReason, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind, UsageUpdate,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
@@ -28,8 +29,8 @@ fn chunk(text: &str) -> ContentChunk {
     ContentChunk::new(ContentBlock::from(text.to_string()))
 }
 
-fn send(cx: &ConnectionTo<Client>, update: SessionUpdate) {
-    cx.send_notification(SessionNotification::new("s1", update))
+fn send(cx: &ConnectionTo<Client>, session: &SessionId, update: SessionUpdate) {
+    cx.send_notification(SessionNotification::new(session.clone(), update))
         .unwrap();
 }
 
@@ -49,6 +50,15 @@ async fn answer(
     if text.contains("die") {
         std::process::exit(3);
     }
+    if text.contains("who") {
+        let me = format!("session {}", req.session_id.0);
+        send(
+            &cx,
+            &req.session_id,
+            SessionUpdate::AgentMessageChunk(chunk(&me)),
+        );
+        return StopReason::EndTurn;
+    }
     // A cancel counts for the prompts running when it arrives.
     let seen = cancels.load(Ordering::SeqCst);
     if text.contains("slow") {
@@ -56,28 +66,36 @@ async fn answer(
             if cancels.load(Ordering::SeqCst) != seen {
                 return StopReason::Cancelled;
             }
-            send(&cx, SessionUpdate::AgentMessageChunk(chunk("tick ")));
+            send(
+                &cx,
+                &req.session_id,
+                SessionUpdate::AgentMessageChunk(chunk("tick ")),
+            );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         return StopReason::EndTurn;
     }
-    send(&cx, SessionUpdate::Plan(Plan::new(vec![])));
+    send(&cx, &req.session_id, SessionUpdate::Plan(Plan::new(vec![])));
     send(
         &cx,
+        &req.session_id,
         SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(vec![
             AvailableCommand::new("review", "review the changes"),
         ])),
     );
     send(
         &cx,
+        &req.session_id,
         SessionUpdate::AgentThoughtChunk(chunk("I will write it.")),
     );
     send(
         &cx,
+        &req.session_id,
         SessionUpdate::AgentMessageChunk(chunk("Writing a.txt.")),
     );
     send(
         &cx,
+        &req.session_id,
         SessionUpdate::ToolCall(
             ToolCall::new("t1", "write a.txt")
                 .kind(ToolKind::Edit)
@@ -94,7 +112,7 @@ async fn answer(
     .to_vec();
     let asked = cx
         .send_request(RequestPermissionRequest::new(
-            "s1",
+            req.session_id.clone(),
             ToolCallUpdate::new("t1", ToolCallUpdateFields::new()),
             options,
         ))
@@ -106,6 +124,7 @@ async fn answer(
     let done = if allowed {
         send(
             &cx,
+            &req.session_id,
             SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                 "t1",
                 ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
@@ -123,11 +142,17 @@ async fn answer(
     };
     send(
         &cx,
+        &req.session_id,
         SessionUpdate::ToolCallUpdate(ToolCallUpdate::new("t1", done)),
     );
-    send(&cx, SessionUpdate::UsageUpdate(UsageUpdate::new(120, 8000)));
     send(
         &cx,
+        &req.session_id,
+        SessionUpdate::UsageUpdate(UsageUpdate::new(120, 8000)),
+    );
+    send(
+        &cx,
+        &req.session_id,
         SessionUpdate::AgentMessageChunk(chunk(if allowed { "Done." } else { "Not written." })),
     );
     StopReason::EndTurn
@@ -137,6 +162,7 @@ async fn answer(
 async fn main() {
     let cancels = Arc::new(AtomicU64::new(0));
     let on_cancel = cancels.clone();
+    let sessions = AtomicU64::new(0);
     Agent
         .v1()
         .name("fixture-agent")
@@ -151,7 +177,8 @@ async fn main() {
         )
         .on_receive_request(
             async move |_req: NewSessionRequest, responder, _cx| {
-                responder.respond(NewSessionResponse::new("s1"))
+                let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
+                responder.respond(NewSessionResponse::new(format!("s{n}")))
             },
             agent_client_protocol::on_receive_request!(),
         )
