@@ -153,6 +153,10 @@ impl Inner {
             (None, None) => true,
             _ => false,
         };
+        // Chats that ended leave their agent sessions behind.
+        running
+            .sessions
+            .retain(|(known, _)| known.as_ref().is_none_or(|w| w.upgrade().is_some()));
         if let Some((_, id)) = running.sessions.iter().find(|(known, _)| same(known)) {
             return Ok(id.clone());
         }
