@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use decode::OpenAiDecoder;
 pub(crate) use decode::{CallIds, frame_error, parse_arguments, stream_error};
+pub(crate) use dialect::OPENAI_REASONING_PREFIXES;
 pub use dialect::{Dialect, MaxTokensField, ReasoningField};
 pub use encode::encode;
 pub(crate) use encode::{decimal, function_tool};
