@@ -34,7 +34,8 @@ use std::task::{Context, Poll};
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use lrg_providers::{
-    Image, Message, ModelInfo, Part, ProviderError, RetryPolicy, Role, ToolSpec, Usage,
+    GenerationSettings, Image, Message, ModelInfo, Part, ProviderError, RetryPolicy, Role,
+    ToolSpec, Usage,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -208,9 +209,19 @@ pub struct ChatSessionBuilder {
     local_only: bool,
     store: Option<(Arc<dyn SessionStore>, SessionId)>,
     resumed: Option<StoredSession>,
+    generation: GenerationSettings,
 }
 
 impl ChatSessionBuilder {
+    /// The session's generation settings (default: none, each model's own
+    /// defaults): every model turn uses them, under what a message sets
+    /// ([`ChatSession::send_with`]). Checked at each turn: an out-of-range
+    /// value fails the message with a `config` error naming it.
+    pub fn generation(mut self, settings: GenerationSettings) -> Self {
+        self.generation = settings;
+        self
+    }
+
     /// Refuse models that send the conversation to a cloud (default off):
     /// such a turn ends with an `error` event of kind `local_only`.
     pub fn local_only(mut self, on: bool) -> Self {
@@ -306,7 +317,10 @@ impl ChatSessionBuilder {
                 system_prompt: self.system_prompt,
                 target_counter: self.target_counter,
                 events: EventLog::new(),
-                state: Mutex::default(),
+                state: Mutex::new(State {
+                    generation_settings: self.generation,
+                    ..State::default()
+                }),
                 local_only: AtomicBool::new(self.local_only),
                 persister: self
                     .store
@@ -356,6 +370,8 @@ struct State {
     generation: u64,
     /// Tokens used so far, over every model turn.
     usage: Usage,
+    /// The session's generation settings (see [`ChatSession::set_generation`]).
+    generation_settings: GenerationSettings,
 }
 
 impl Shared {
@@ -412,7 +428,19 @@ impl ChatSession {
             local_only: false,
             store: None,
             resumed: None,
+            generation: GenerationSettings::default(),
         }
+    }
+
+    /// The session's generation settings.
+    pub fn generation(&self) -> GenerationSettings {
+        self.shared.lock().generation_settings.clone()
+    }
+
+    /// Replace the session's generation settings; a running message uses
+    /// them from its next model turn.
+    pub fn set_generation(&self, settings: GenerationSettings) {
+        self.shared.lock().generation_settings = settings;
     }
 
     /// Turn "local only" on or off. On, a model that would send the
@@ -430,6 +458,17 @@ impl ChatSession {
     /// Send a user message and start working on it. Fails with
     /// [`SessionError::Busy`] while another message runs.
     pub fn send(&self, input: impl Into<UserInput>) -> Result<TurnHandle, SessionError> {
+        self.send_with(input, GenerationSettings::default())
+    }
+
+    /// [`send`](Self::send), with generation settings for this message only:
+    /// each one set here wins over the session's
+    /// ([`set_generation`](Self::set_generation)) for every model turn of it.
+    pub fn send_with(
+        &self,
+        input: impl Into<UserInput>,
+        generation: GenerationSettings,
+    ) -> Result<TurnHandle, SessionError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| SessionError::NoRuntime)?;
         let input = input.into();
         let mut state = self.shared.lock();
@@ -443,11 +482,13 @@ impl ChatSession {
         let index = state.history.len();
         state.user_seqs.push((index, seq));
         state.history.push(input.into_message());
-        Ok(self.start(&runtime, state, Work::Message))
+        Ok(self.start(&runtime, state, Work::Message(generation)))
     }
 
     /// Answer the last user message again: everything after it is dropped
     /// (and the view told with a `rewound` event).
+    /// It runs with the session's generation settings (not those a
+    /// [`send_with`](Self::send_with) gave the message).
     pub fn retry_last(&self) -> Result<TurnHandle, SessionError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| SessionError::NoRuntime)?;
         let mut state = self.shared.lock();
@@ -458,7 +499,11 @@ impl ChatSession {
         state.history.truncate(index + 1);
         state.generation += 1;
         self.shared.publish(Event::Rewound { to_seq: seq });
-        Ok(self.start(&runtime, state, Work::Message))
+        Ok(self.start(
+            &runtime,
+            state,
+            Work::Message(GenerationSettings::default()),
+        ))
     }
 
     /// Replace the conversation with a summary the model writes in one
@@ -512,10 +557,12 @@ impl ChatSession {
         let task = runtime.spawn(async move {
             // The user message is kept even if the process dies mid-turn.
             persist::save(&shared).await;
-            let note_stop = matches!(work, Work::Message);
+            let note_stop = matches!(work, Work::Message(_));
             let work = async {
                 match work {
-                    Work::Message => run::run_message(&shared, &cancel).await,
+                    Work::Message(generation) => {
+                        run::run_message(&shared, &generation, &cancel).await
+                    }
                     Work::Compact => compact::run_compact(&shared, &cancel).await,
                 }
             };
@@ -648,7 +695,8 @@ fn answer_unanswered(history: &mut Vec<Message>) {
 }
 
 enum Work {
-    Message,
+    /// A message, with the generation settings given for it alone.
+    Message(GenerationSettings),
     Compact,
 }
 
