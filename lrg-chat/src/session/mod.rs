@@ -64,6 +64,9 @@ pub struct SessionConfig {
     pub retry: RetryPolicy,
     /// How the conversation is fitted into the window.
     pub context: ContextPolicy,
+    /// The generation settings a session starts with (see
+    /// [`ChatSessionBuilder::generation`]).
+    pub generation: GenerationSettings,
 }
 
 impl Default for SessionConfig {
@@ -72,6 +75,7 @@ impl Default for SessionConfig {
             max_steps: MAX_STEPS,
             retry: RetryPolicy::default(),
             context: ContextPolicy::default(),
+            generation: GenerationSettings::default(),
         }
     }
 }
@@ -209,7 +213,6 @@ pub struct ChatSessionBuilder {
     local_only: bool,
     store: Option<(Arc<dyn SessionStore>, SessionId)>,
     resumed: Option<StoredSession>,
-    generation: GenerationSettings,
 }
 
 impl ChatSessionBuilder {
@@ -218,7 +221,7 @@ impl ChatSessionBuilder {
     /// ([`ChatSession::send_with`]). Checked at each turn: an out-of-range
     /// value fails the message with a `config` error naming it.
     pub fn generation(mut self, settings: GenerationSettings) -> Self {
-        self.generation = settings;
+        self.config.generation = settings;
         self
     }
 
@@ -308,6 +311,7 @@ impl ChatSessionBuilder {
     /// The session.
     pub fn build(self) -> ChatSession {
         let saved = self.resumed.as_ref().map_or(0, |r| r.rows.len());
+        let generation_settings = self.config.generation.clone();
         let session = ChatSession {
             shared: Arc::new(Shared {
                 config: self.config,
@@ -318,7 +322,7 @@ impl ChatSessionBuilder {
                 target_counter: self.target_counter,
                 events: EventLog::new(),
                 state: Mutex::new(State {
-                    generation_settings: self.generation,
+                    generation_settings,
                     ..State::default()
                 }),
                 local_only: AtomicBool::new(self.local_only),
@@ -428,7 +432,6 @@ impl ChatSession {
             local_only: false,
             store: None,
             resumed: None,
-            generation: GenerationSettings::default(),
         }
     }
 
