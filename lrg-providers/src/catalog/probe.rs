@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::connections::{Connections, Endpoint, connect_http};
+use super::connections::{Connections, Endpoint, Known, connect_http};
 use super::files::{FoundModel, find};
 use super::table::{Access, EngineFiles, Provider, WindowProbe};
 use super::{ASSUMED_CONTEXT_WINDOW, Availability, CatalogModel, ProviderModels};
@@ -261,7 +261,7 @@ async fn http_models(endpoint: &Endpoint) -> Result<Vec<CatalogModel>, ProviderE
         }
         Access::Engine(_) | Access::File | Access::Cli(_) => {
             // Not HTTP: reaching here is a table error; connect_http says so.
-            connect_http(endpoint, "", None).map(|_| Vec::new())
+            connect_http(endpoint, "", Known::default()).map(|_| Vec::new())
         }
     }
 }
