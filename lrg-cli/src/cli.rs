@@ -95,7 +95,9 @@ pub struct ModelArgs {
 }
 
 /// How the model samples its answers; each unset one is left to the model.
-#[derive(Debug, Clone, Default, Args)]
+/// Also the `generation` table of `lrg test` scenario files.
+#[derive(Debug, Clone, Default, Args, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct GenerationArgs {
     /// Sampling temperature, 0 (greedy) to 2 [default: the model's own]
     #[arg(long, value_name = "T", value_parser = temperature)]

@@ -54,8 +54,8 @@ async fn body(server: &MockServer) -> Value {
     chat[0].body_json().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn ollama_gets_every_setting_in_its_options() {
+/// A fake Ollama that answers "ok" to one chat request.
+async fn fake_ollama() -> MockServer {
     let server = MockServer::start().await;
     let lines = [
         json!({"model": "qwen3:8b", "message": {"role": "assistant", "content": "ok"}, "done": false}),
@@ -69,6 +69,12 @@ async fn ollama_gets_every_setting_in_its_options() {
         .expect(1)
         .mount(&server)
         .await;
+    server
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_gets_every_setting_in_its_options() {
+    let server = fake_ollama().await;
     let r = run(
         "ollama:qwen3:8b",
         vec![("OLLAMA_HOST", server.uri())],
@@ -165,4 +171,55 @@ fn the_help_lists_the_settings() {
     ] {
         assert!(r.stdout.contains(flag), "{flag}: {r:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scenario_file_sets_them_in_its_generation_table() {
+    let server = fake_ollama().await;
+    let scenario = format!(
+        r#"
+model = "ollama:qwen3:8b"
+base_url = "{}"
+message = "hi"
+expect.reply.contains = ["ok"]
+
+[generation]
+temperature = 0.25
+seed = 7
+stop = ["END"]
+"#,
+        server.uri()
+    );
+    let r = tokio::task::spawn_blocking(move || {
+        let env = Env::new();
+        env.file("settings.test.toml", &scenario);
+        ran(env.lrg().args(["test", "settings.test.toml"]))
+    })
+    .await
+    .unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    let options = &body(&server).await["options"];
+    assert_eq!(options["temperature"], 0.25);
+    assert_eq!(options["seed"], 7);
+    assert_eq!(options["stop"], json!(["END"]));
+}
+
+#[test]
+fn a_scenario_setting_out_of_range_is_named_with_its_line() {
+    let env = Env::new();
+    env.file("s.json", r#"[{"text":"hi"}]"#);
+    env.file(
+        "bad.test.toml",
+        "model = \"script:s.json\"\nmessage = \"hi\"\n\n[generation]\ntemperature = 5\n",
+    );
+    let r = ran(env.lrg().args(["test", "bad.test.toml"]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains(
+            "bad.test.toml:5: field `generation.temperature`: temperature must be between 0 and 2"
+        ),
+        "{r:?}"
+    );
+    let r = ran(env.lrg().args(["test", "--schema"]));
+    assert!(r.stdout.contains("\"top_p\""), "{r:?}");
 }
