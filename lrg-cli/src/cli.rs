@@ -132,28 +132,24 @@ impl GenerationArgs {
 
 /// `--temperature`, checked by the library's own rule.
 fn temperature(s: &str) -> Result<f32, String> {
-    let t = number(s)?;
-    GenerationSettings::new()
-        .temperature(t)
-        .validate()
-        .map_err(|e| e.to_string())?;
-    Ok(t)
+    checked(s, GenerationSettings::temperature)
 }
 
 /// `--top-p`, checked by the library's own rule.
 fn top_p(s: &str) -> Result<f32, String> {
-    let p = number(s)?;
-    GenerationSettings::new()
-        .top_p(p)
-        .validate()
-        .map_err(|e| e.to_string())?;
-    Ok(p)
+    checked(s, GenerationSettings::top_p)
 }
 
-fn number(s: &str) -> Result<f32, String> {
-    s.trim()
+/// A number, checked by `GenerationSettings::validate` once `set` sets it.
+fn checked(s: &str, set: fn(GenerationSettings, f32) -> GenerationSettings) -> Result<f32, String> {
+    let value = s
+        .trim()
         .parse()
-        .map_err(|_| format!("`{s}` is not a number"))
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    set(GenerationSettings::new(), value)
+        .validate()
+        .map_err(|e| e.to_string())?;
+    Ok(value)
 }
 
 /// Where the tools come from.
