@@ -223,3 +223,73 @@ fn a_scenario_setting_out_of_range_is_named_with_its_line() {
     let r = ran(env.lrg().args(["test", "--schema"]));
     assert!(r.stdout.contains("\"top_p\""), "{r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_gives_every_chat_the_settings() {
+    use std::io::BufRead as _;
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    let server = fake_ollama().await;
+    let env = Env::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lrg"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("OLLAMA_HOST", server.uri())
+        .env("LRG_AGENT_TOKEN", "agent-token-for-the-settings-test")
+        .current_dir(env.dir.path())
+        .args(["serve", "--port", "0", "--model", "ollama:qwen3:8b"])
+        .args(["--temperature", "0.4", "--seed", "3", "--max-tokens", "77"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The page URL, read on a thread so a silent server fails the test.
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let url = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    let (page, fragment) = url.trim().split_once('#').unwrap();
+    let params: std::collections::HashMap<_, _> = fragment
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .collect();
+    let origin = page.trim_end_matches("/v1/ui/chat");
+    lrg_providers::transport::ensure_tls_provider();
+    let sent = reqwest::Client::new()
+        .post(format!(
+            "{origin}/v1/chat/sessions/{}/messages",
+            params["session"]
+        ))
+        .bearer_auth(params["token"])
+        .header("origin", origin)
+        .json(&json!({"text": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 202);
+    let mut chat = None;
+    for _ in 0..100 {
+        let requests = server.received_requests().await.unwrap();
+        chat = requests
+            .into_iter()
+            .find(|r| r.url.path() == "/api/chat")
+            .map(|r| r.body_json::<Value>().unwrap());
+        if chat.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let body = chat.expect("the chat reached the model");
+    let options = &body["options"];
+    assert_eq!(options["temperature"], 0.4);
+    assert_eq!(options["seed"], 3);
+    assert_eq!(options["num_predict"], 77);
+}
