@@ -11,7 +11,7 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -35,24 +35,16 @@ fn event(i: u64) -> Event {
     }
 }
 
-/// Hands out sessions on a scripted model and keeps each one, so the bench
-/// can publish into their logs.
-#[derive(Default)]
-struct Keep {
-    sessions: Mutex<Vec<ChatSession>>,
-}
+/// Hands out sessions on a scripted model.
+struct Scripted;
 
-impl ChatOpener for Keep {
+impl ChatOpener for Scripted {
     fn open(&self, _spec: ChatSpec) -> BoxFuture<'_, Result<OpenedChat, OpenError>> {
         Box::pin(async move {
             let model: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new(vec![]));
             let info = model.info();
-            let session = ChatSession::builder(Arc::new(FixedModel(model))).build();
-            self.sessions
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(session.clone());
-            Ok(OpenedChat::new(session, info))
+            let builder = ChatSession::builder(Arc::new(FixedModel(model)));
+            Ok(OpenedChat::new(builder, info))
         })
     }
 }
@@ -96,7 +88,6 @@ struct Http {
 /// A server with `chats` chats and `per_chat` streams on each, all read by
 /// counting tasks.
 async fn http_setup(chats: usize, per_chat: usize) -> Http {
-    let keep = Arc::new(Keep::default());
     let mut limits = Limits::default();
     limits.chats = chats + 1;
     limits.subscribers_per_chat = per_chat + 1;
@@ -109,7 +100,7 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
     );
     let server = ChatServer::new(
         HttpConfig::new("bench").limits(limits),
-        keep.clone(),
+        Arc::new(Scripted),
         Arc::new(StaticMenu::default()),
     );
     let app = server.router();
@@ -121,11 +112,13 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
         .unwrap_or_else(|e| panic!("{e}"));
     let counter = Arc::new(Counter::default());
     let before = resident_kib();
+    let mut sessions = Vec::with_capacity(chats);
     for _ in 0..chats {
         let link = server
-            .open_chat(ChatSpec::new())
+            .open_chat(ChatSpec::new().model("script:bench"))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
+        sessions.extend(server.session(&link.session));
         for _ in 0..per_chat {
             let response = client
                 .get(format!("{base}/v1/chat/sessions/{}/events", link.session))
@@ -146,11 +139,6 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
             });
         }
     }
-    let sessions = keep
-        .sessions
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
     let streams = (chats * per_chat) as u64;
     eprintln!(
         "sse {chats}x{per_chat}: ~{} KiB resident per open stream (client and server side together)",

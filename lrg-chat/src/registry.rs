@@ -12,6 +12,10 @@
 //!   task); when [`RegistryConfig::max_live`] sessions are live, the
 //!   longest-idle keyed one makes room. Unkeyed sessions are never evicted
 //!   (they cannot be found again), so a registry full of them refuses.
+//! - Sessions are built by the registry's factory ([`SessionRegistry::open`])
+//!   or, when building one takes async work (starting tool servers),
+//!   by the caller of [`SessionRegistry::open_with`], which is asked only
+//!   when a session must be built (never for a live one).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -121,6 +125,8 @@ pub struct OpenRequest {
     pub model: ModelBinding,
     /// Who it belongs to (kept with it, and listed by).
     pub owner: Option<String>,
+    /// Whether it is kept in the registry's store (default yes).
+    pub saved: bool,
 }
 
 impl OpenRequest {
@@ -130,6 +136,7 @@ impl OpenRequest {
             keys: None,
             model,
             owner: None,
+            saved: true,
         }
     }
 
@@ -139,12 +146,21 @@ impl OpenRequest {
             keys: Some(keys),
             model,
             owner: None,
+            saved: true,
         }
     }
 
     /// The same request for an owner.
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
         self.owner = Some(owner.into());
+        self
+    }
+
+    /// The same request kept in memory only, even when the registry has a
+    /// store: for an unkeyed session that nothing can find again after a
+    /// restart, a stored copy would only pile up.
+    pub fn unsaved(mut self) -> Self {
+        self.saved = false;
         self
     }
 }
@@ -192,7 +208,8 @@ struct Entry {
 
 /// Live sessions by id. See the [module docs](self).
 pub struct SessionRegistry {
-    factory: Arc<SessionFactory>,
+    /// `None`: sessions are built by the callers of `open_with`.
+    factory: Option<Arc<SessionFactory>>,
     store: Option<Arc<dyn SessionStore>>,
     config: RegistryConfig,
     live: Mutex<HashMap<SessionId, Entry>>,
@@ -233,8 +250,16 @@ impl SessionRegistry {
         + 'static,
         config: RegistryConfig,
     ) -> Self {
+        let mut registry = Self::without_factory(config);
+        registry.factory = Some(Arc::new(factory));
+        registry
+    }
+
+    /// A registry whose sessions are built by the callers of
+    /// [`Self::open_with`]; [`Self::open`] refuses on it.
+    pub fn without_factory(config: RegistryConfig) -> Self {
         Self {
-            factory: Arc::new(factory),
+            factory: None,
             store: None,
             config,
             live: Mutex::default(),
@@ -253,11 +278,47 @@ impl SessionRegistry {
         self.store.as_ref()
     }
 
-    /// Open a session: create-or-resume with keys, create without.
+    /// Open a session: create-or-resume with keys, create without. The
+    /// session is built by the registry's factory.
     pub async fn open(&self, request: OpenRequest) -> Result<Opened, RegistryError> {
+        let factory = self.factory.clone();
+        let build = |model: &ModelBinding| {
+            let built = match &factory {
+                Some(factory) => factory(model).map(|builder| (builder, ())),
+                None => Err(RegistryError::Model {
+                    model: model.model.clone(),
+                    reason: "this registry has no session factory: open with `open_with`".into(),
+                }),
+            };
+            std::future::ready(built)
+        };
+        self.open_with(request, build)
+            .await
+            .map(|(opened, _)| opened)
+    }
+
+    /// [`Self::open`], with the session built by `build` — asked at most
+    /// once, and only when a session must be built (not for a live one).
+    /// Whatever it returns besides the builder comes back with the session
+    /// (`None` when the session was live).
+    pub async fn open_with<T, F, Fut>(
+        &self,
+        request: OpenRequest,
+        build: F,
+    ) -> Result<(Opened, Option<T>), RegistryError>
+    where
+        F: FnOnce(&ModelBinding) -> Fut,
+        Fut: std::future::Future<Output = Result<(ChatSessionBuilder, T), RegistryError>>,
+    {
         let _opening = self.opening.lock().await;
+        let store = self.store.as_ref().filter(|_| request.saved);
         let Some(keys) = request.keys.clone() else {
-            return self.create(&request, OpenedHow::Created).await;
+            self.make_room().await?;
+            let (builder, extra) = build(&request.model).await?;
+            return self
+                .create(&request, OpenedHow::Created, builder, store)
+                .await
+                .map(|o| (o, Some(extra)));
         };
         let live = {
             let mut live = relock(&self.live);
@@ -268,33 +329,36 @@ impl SessionRegistry {
                     (id.clone(), e.session.clone(), e.meta.model.clone())
                 })
         };
+        let mut replaced = None;
         if let Some((id, session, model)) = live {
             if model == request.model {
-                return Ok(Opened {
+                let opened = Opened {
                     id,
                     session,
                     how: OpenedHow::Live,
-                });
+                };
+                return Ok((opened, None));
             }
             if session.is_busy() {
                 return Err(RegistryError::Busy(id));
             }
             // Rebuilt below from the store, on the model asked for.
             self.evict(&id).await;
-            if self.store.is_none() {
-                return self
-                    .create(
-                        &request,
-                        OpenedHow::Replaced {
-                            old: id,
-                            old_model: model.model,
-                        },
-                    )
-                    .await;
-            }
+            replaced = Some(OpenedHow::Replaced {
+                old: id,
+                old_model: model.model,
+            });
         }
-        let Some(store) = &self.store else {
-            return self.create(&request, OpenedHow::Created).await;
+        self.make_room().await?;
+        // Built before anything stored is changed: a model that cannot be
+        // had leaves the old chat as it was.
+        let (builder, extra) = build(&request.model).await?;
+        let Some(store) = store else {
+            let how = replaced.unwrap_or(OpenedHow::Created);
+            return self
+                .create(&request, how, builder, None)
+                .await
+                .map(|o| (o, Some(extra)));
         };
         // A store that cannot even be searched cannot save either: the
         // chat starts unsaved and says so (see `create`).
@@ -306,7 +370,10 @@ impl SessionRegistry {
             }
         };
         let Some(found) = found else {
-            return self.create(&request, OpenedHow::Created).await;
+            return self
+                .create(&request, OpenedHow::Created, builder, Some(store))
+                .await
+                .map(|o| (o, Some(extra)));
         };
         let id = found.meta.id.clone();
         if found.meta.model.model != request.model.model {
@@ -315,33 +382,40 @@ impl SessionRegistry {
                 old: id,
                 old_model: found.meta.model.model,
             };
-            return self.create(&request, how).await;
+            return self
+                .create(&request, how, builder, Some(store))
+                .await
+                .map(|o| (o, Some(extra)));
         }
-        self.make_room().await?;
         let stored = store.resume(&id, self.config.resume_rows).await?;
         let mut meta = stored.meta.clone();
         meta.model = request.model.clone();
         let rows = stored.rows.len();
-        let session = (self.factory)(&request.model)?
+        let session = builder
             .store(store.clone(), id.clone())
             .resumed(stored)
             .build();
         self.insert(meta, session.clone());
-        Ok(Opened {
+        let opened = Opened {
             id,
             session,
             how: OpenedHow::Resumed { rows },
-        })
+        };
+        Ok((opened, Some(extra)))
     }
 
-    async fn create(&self, request: &OpenRequest, how: OpenedHow) -> Result<Opened, RegistryError> {
-        self.make_room().await?;
+    async fn create(
+        &self,
+        request: &OpenRequest,
+        how: OpenedHow,
+        mut builder: ChatSessionBuilder,
+        store: Option<&Arc<dyn SessionStore>>,
+    ) -> Result<Opened, RegistryError> {
         let mut meta = SessionMeta::new(request.model.clone());
         meta.keys = request.keys.clone();
         meta.owner = request.owner.clone();
-        let mut builder = (self.factory)(&request.model)?;
         let mut unsaved = None;
-        if let Some(store) = &self.store {
+        if let Some(store) = store {
             match store.create(&meta).await {
                 Ok(()) => builder = builder.store(store.clone(), meta.id.clone()),
                 Err(e) => unsaved = Some(e),
@@ -397,11 +471,24 @@ impl SessionRegistry {
 
     /// Drop a live session (its store keeps it) and give back its writer's
     /// place.
-    async fn evict(&self, id: &SessionId) {
+    async fn evict(&self, id: &SessionId) -> bool {
         let removed = relock(&self.live).remove(id).is_some();
         if removed && let Some(store) = &self.store {
             store.release(id).await;
         }
+        removed
+    }
+
+    /// Put the live session `id` away: it leaves the registry (its store
+    /// keeps it, to be resumed by its keys) and its writer's place is given
+    /// back. Returns whether it was live.
+    pub async fn release(&self, id: &SessionId) -> bool {
+        self.evict(id).await
+    }
+
+    /// Whether session `id` is live (without counting as a use).
+    pub fn is_live(&self, id: &SessionId) -> bool {
+        relock(&self.live).contains_key(id)
     }
 
     /// The live session `id`; counts as a use (for idle eviction).
@@ -472,17 +559,34 @@ impl SessionRegistry {
 
     /// Run [`Self::evict_idle`] every `every` until the registry is dropped.
     pub fn spawn_sweeper(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
-        let weak = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let Some(registry) = weak.upgrade() else {
-                    return;
-                };
-                registry.evict_idle().await;
-            }
+        every_while_alive(self, every, |registry| async move {
+            registry.evict_idle().await;
         })
     }
+}
+
+/// Run `work` on `owner` every `every` (the first time one period from
+/// now), until `owner` is dropped: the task holds it only while working.
+pub(crate) fn every_while_alive<T, F, Fut>(
+    owner: &Arc<T>,
+    every: Duration,
+    work: F,
+) -> tokio::task::JoinHandle<()>
+where
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let weak = Arc::downgrade(owner);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(owner) = weak.upgrade() else {
+                return;
+            };
+            work(owner).await;
+        }
+    })
 }

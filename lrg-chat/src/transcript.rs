@@ -4,12 +4,20 @@
 //!
 //! [`Transcript::of`] keeps the newest rows: at most [`MAX_ROWS`] within
 //! [`MAX_BYTES`] (as JSON), each row's text clipped to [`ROW_BYTES`];
-//! `truncated` says older rows were left out.
+//! `truncated` says older rows were left out. Images are described, not
+//! carried (a tool's images are served by the HTTP API at
+//! `…/images/{call_id}/{index}`); provider-native parts are left out.
+//!
+//! It is the one rendering of a conversation for readers: `lrg sessions
+//! show`, [`crate::registry::SessionRegistry::transcript`] and the HTTP
+//! API's `GET …/transcript` all serve it.
 
 use std::collections::HashMap;
 
-use lrg_providers::{Message, Part, Role, ToolResult};
+use lrg_providers::{Image, Message, Part, Role, ToolResult};
 use serde::{Deserialize, Serialize};
+
+use crate::events::ImageDescriptor;
 
 /// The most rows a transcript holds.
 pub const MAX_ROWS: usize = 128;
@@ -70,6 +78,9 @@ pub enum TranscriptRow {
         outcome: ToolOutcome,
         /// Its text output (or why it did not run).
         output: String,
+        /// The images it returned.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageDescriptor>,
     },
 }
 
@@ -137,6 +148,9 @@ impl Transcript {
                             tool: call.name.clone(),
                             outcome: result.map_or(ToolOutcome::Running, |r| outcome_of(r)),
                             output: clip(&output, ROW_BYTES - arguments.len()),
+                            images: result
+                                .map(|r| ImageDescriptor::of_parts(&r.parts))
+                                .unwrap_or_default(),
                             arguments,
                         });
                     }
@@ -160,6 +174,24 @@ impl Transcript {
             rows: kept,
         }
     }
+}
+
+/// Image `n` (from 0) of the result of tool call `call_id` in `history`.
+pub(crate) fn tool_image<'a>(history: &'a [Message], call_id: &str, n: usize) -> Option<&'a Image> {
+    history
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .find_map(|p| match p {
+            Part::ToolResult(r) if r.call_id == call_id => Some(r),
+            _ => None,
+        })?
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Image(image) => Some(image),
+            _ => None,
+        })
+        .nth(n)
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, with `…` when

@@ -341,31 +341,34 @@ async fn a_chat_through_every_route() {
     assert_eq!(s, 400);
     assert!(v["error"]["message"].as_str().unwrap().contains("`n`"));
 
-    // The transcript as rendered.
+    // The transcript as rendered: each tool call one row with its outcome,
+    // images described.
     let (s, t) = h.get(&chat, "/transcript").await;
     assert_eq!(s, 200);
-    let roles: Vec<&str> = t["messages"]
+    let rows: Vec<&str> = t["rows"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| m["role"].as_str().unwrap())
+        .map(|r| r["type"].as_str().unwrap())
         .collect();
     assert_eq!(
-        roles,
+        rows,
         [
             "user",
             "assistant",
             "user",
-            "assistant",
-            "tool",
-            "assistant",
-            "tool",
+            "tool_call",
+            "tool_call",
             "assistant"
         ]
     );
-    let result = &t["messages"][6]["parts"][0];
-    assert_eq!(result["type"], "tool_result");
-    assert_eq!(result["images"][0]["mime"], "image/png");
+    assert_eq!(t["truncated"], false);
+    assert_eq!(t["rows"][1]["reasoning"], "The user greets.");
+    assert_eq!(t["rows"][3]["outcome"], "ok");
+    let pic_row = &t["rows"][4];
+    assert_eq!(pic_row["call_id"], pic_id.as_str());
+    assert_eq!(pic_row["images"][0]["mime"], "image/png");
+    assert_eq!(pic_row["images"][0]["bytes"], bytes.len());
 
     // Retry, compact, clear, stop when idle.
     let (s, _) = h.post(&chat, "/retry", json!({})).await;
@@ -503,7 +506,7 @@ async fn a_chat_through_every_route() {
             .any(|t| t["name"] == "delete_items")
     );
     let (_, t) = h.get(&next, "/transcript").await;
-    assert_eq!(t["messages"], json!([]));
+    assert_eq!(t["rows"], json!([]));
     let (_, m) = h.get(&next, "/models").await;
     assert_eq!(m["current"]["id"], "script:second");
     assert_eq!(h.server.chat_count(), 1);

@@ -20,6 +20,7 @@ use base64::Engine as _;
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures::future::BoxFuture;
 use http_support::*;
+use lrg_chat::events::Event;
 use lrg_chat::http::{
     ChatOpener, ChatServer, ChatSpec, HttpConfig, MenuEntry, OpenError, OpenedChat, StaticMenu,
 };
@@ -112,10 +113,8 @@ impl ChatOpener for Opener {
                 },
             )
             .unwrap();
-            let session = ChatSession::builder(Arc::new(FixedModel(model)))
-                .tools(host.clone())
-                .build();
-            Ok(OpenedChat::new(session, info).with_host(host))
+            let builder = ChatSession::builder(Arc::new(FixedModel(model))).tools(host.clone());
+            Ok(OpenedChat::new(builder, info).with_host(host))
         })
     }
 }
@@ -521,6 +520,42 @@ async fn a_whole_chat_in_a_real_browser() {
         "the page moved to the new chat"
     );
     page.shot("second-model").await;
+
+    // 8. Where the conversation goes, as the session tells it, shows above
+    // the conversation; what the model does on its own is marked.
+    let id = fragment
+        .as_str()
+        .unwrap()
+        .split(['#', '&'])
+        .find_map(|p| p.strip_prefix("session="))
+        .unwrap()
+        .to_string();
+    server
+        .session(&id)
+        .expect("the new chat")
+        .events()
+        .publish(Event::SendsTo {
+            provider: "ollama".into(),
+            host: Some("localhost:11434".into()),
+        });
+    page.wait(
+        "document.getElementById('sends-to').textContent === 'This conversation is sent to localhost:11434 (ollama).'",
+        "where the conversation goes",
+    )
+    .await;
+    // `busy.autonomous` is applied as the stream would deliver it.
+    page.js("apply({type: 'busy', busy: true, autonomous: true}); apply({type: 'assistant_turn', text: 'Working on my own.', reasoning: ''}); apply({type: 'busy', busy: false}); return null").await;
+    assert_eq!(
+        page.js("return [...document.querySelectorAll('.turn.autonomous .text')].map(t => t.textContent)").await,
+        json!(["Working on my own."])
+    );
+    assert_eq!(
+        page.js("return document.querySelectorAll('.autonomous').length")
+            .await,
+        json!(1),
+        "only what came while it worked on its own"
+    );
+    page.shot("sends-to-and-autonomous").await;
 
     // A narrow window stays usable.
     page.client.set_window_size(420, 820).await.unwrap();

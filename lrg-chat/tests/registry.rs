@@ -481,3 +481,78 @@ async fn transcripts_of_long_chats_are_bounded() {
         })
     );
 }
+
+/// `open_with`: the caller's build runs only when a session must be built,
+/// and before anything stored changes, so a model that cannot be had leaves
+/// the old chat where it was.
+#[tokio::test]
+async fn open_with_builds_only_when_needed_and_before_any_change() {
+    let dir = TempDir::new().unwrap();
+    let script = ScriptedModel::new(two_tool_chat());
+    let registry =
+        SessionRegistry::without_factory(RegistryConfig::default()).with_store(jsonl(&dir));
+    let build = |script: &ScriptedModel| {
+        let script = script.clone();
+        move |binding: &ModelBinding| {
+            let name = binding.model.clone();
+            std::future::ready(Ok::<_, RegistryError>((
+                ChatSession::builder(Arc::new(FixedModel::new(script))),
+                name,
+            )))
+        }
+    };
+    let (first, built) = registry
+        .open_with(OpenRequest::keyed(keys("doc:1"), model()), build(&script))
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.how.clone(), built.as_deref()),
+        (OpenedHow::Created, Some("script:scripted"))
+    );
+    say(&first.session, "what is on my todo note?").await;
+
+    let (live, built) = registry
+        .open_with(
+            OpenRequest::keyed(keys("doc:1"), model()),
+            |_: &ModelBinding| async { panic!("a live session is not built again") },
+        )
+        .await
+        .unwrap();
+    let built: Option<()> = built;
+    assert_eq!(
+        (live.how, live.id.clone(), built),
+        (OpenedHow::Live, first.id.clone(), None)
+    );
+
+    // Another model that cannot be had: refused, the old chat untouched.
+    let err = registry
+        .open_with(
+            OpenRequest::keyed(keys("doc:1"), ModelBinding::new("nope:x")),
+            |binding: &ModelBinding| {
+                let model = binding.model.clone();
+                async move {
+                    Err::<(lrg_chat::session::ChatSessionBuilder, ()), _>(RegistryError::Model {
+                        model,
+                        reason: "no such model".into(),
+                    })
+                }
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no such model"), "{err}");
+    let stored = registry.store().unwrap().load(&first.id).await.unwrap();
+    assert_eq!(stored.rows, first.session.history());
+    // No factory: `open` refuses once a session must be built.
+    let err = registry
+        .open(OpenRequest::keyed(keys("doc:1"), model()))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no session factory"), "{err}");
+    let (again, _) = registry
+        .open_with(OpenRequest::keyed(keys("doc:1"), model()), build(&script))
+        .await
+        .unwrap();
+    assert_eq!(again.how, OpenedHow::Resumed { rows: 4 });
+    assert_eq!(again.id, first.id);
+}

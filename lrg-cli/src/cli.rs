@@ -394,6 +394,9 @@ pub struct ServeArgs {
     /// Open the page in a browser
     #[arg(long)]
     pub open: bool,
+    /// Where chats opened with client_key and context_key are kept, to be resumed by them
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// The exit codes of `lrg test`.

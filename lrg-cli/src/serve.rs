@@ -7,6 +7,12 @@
 //! is `LRG_AGENT_TOKEN`, or a fresh one written to a 0600 file whose path is
 //! printed. Ctrl-C ends every chat cleanly: streams close, running tools
 //! finish and their results are recorded, tool servers stop.
+//!
+//! Chats opened over the API with `client_key` and `context_key` are kept in
+//! the store (`--store DIR|postgres://…`, `LRG_STORE`, else the data
+//! directory, as for `run`/`chat --session`) and resumed by their keys, by
+//! this server or the next one; idle ones are put away there after 30
+//! minutes without a page watching.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,6 +23,7 @@ use lrg_chat::http::{
     ChatServer, ChatSpec, HttpConfig, MenuEntry, MenuGroup, ModelMenu, StandardOpener,
 };
 use lrg_chat::session::SessionConfig;
+use lrg_chat::store::{JsonlStore, SessionStore};
 use lrg_providers::{ModelLocation, ProviderError};
 use tokio::sync::Mutex;
 
@@ -39,7 +46,10 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     };
     let settings = crate::setup::permission_settings(&args.permissions)?;
     let servers = crate::tools::servers(&args.tools)?;
-    let mut defaults = ChatSpec::new().model(model).permissions(settings);
+    let mut defaults = ChatSpec::new()
+        .model(model)
+        .permissions(settings)
+        .local_only(args.model.local_only);
     if !servers.servers.is_empty() {
         defaults = defaults.mcp_servers(servers);
     }
@@ -55,6 +65,9 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         .map_err(|e| CliError::failed(anyhow::anyhow!("no local address: {e}")))?;
     let origin = format!("http://{addr}");
     let mut config = HttpConfig::new(agent_token).defaults(defaults);
+    if let Some(store) = store(&args).await? {
+        config = config.store(store);
+    }
     config = config.allow_origin(origin.clone());
     if args.bind.is_loopback() {
         config = config.allow_origin(format!("http://localhost:{}", addr.port()));
@@ -98,6 +111,7 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         cache: Mutex::new(None),
     };
     let server = ChatServer::new(config, Arc::new(opener), Arc::new(menu));
+    let _sweeper = server.spawn_sweeper(SWEEP);
 
     let first = server
         .open_chat(ChatSpec::new())
@@ -146,6 +160,28 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     }
     eprintln!("lrg: stopped");
     Ok(Exit::Replied)
+}
+
+/// How often idle keyed chats are looked for.
+const SWEEP: Duration = Duration::from_secs(60);
+
+/// The store of keyed chats: the one `--store` (or `LRG_STORE`) names, else
+/// the data directory; none (keys then resume only live chats) when there is
+/// no data directory either.
+async fn store(args: &ServeArgs) -> Result<Option<Arc<dyn SessionStore>>, CliError> {
+    let given = args
+        .store
+        .store
+        .as_deref()
+        .is_some_and(|s| !s.trim().is_empty());
+    if !given && JsonlStore::default_dir().is_none() {
+        eprintln!(
+            "lrg: no place to keep chats (set --store DIR, LRG_STORE, XDG_DATA_HOME or HOME): \
+             keyed chats last only while this server runs"
+        );
+        return Ok(None);
+    }
+    crate::sessions::open_store(&args.store).await.map(Some)
 }
 
 /// `LRG_AGENT_TOKEN`, or a fresh token written to a file only this user can

@@ -62,6 +62,38 @@ fn interrupt_and_wait(child: &mut Child) -> i32 {
     panic!("lrg serve did not stop within 30 s of Ctrl-C");
 }
 
+async fn transcript(client: &reqwest::Client, chat: &str, token: &str) -> Value {
+    let r = client
+        .get(format!("{chat}/transcript"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    r.json().await.unwrap()
+}
+
+/// Send "hi" to the chat at `chat` (its URL) and wait for the scripted
+/// answer; returns the transcript then.
+async fn say_hi(client: &reqwest::Client, chat: &str, token: &str, origin: &str) -> Value {
+    let r = client
+        .post(format!("{chat}/messages"))
+        .bearer_auth(token)
+        .header("origin", origin)
+        .json(&json!({"text": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    for _ in 0..100 {
+        let t = transcript(client, chat, token).await;
+        if t["rows"].as_array().unwrap().len() == 2 {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the scripted model did not answer");
+}
+
 #[tokio::test]
 async fn serve_prints_the_page_url_and_answers_on_it() {
     let env = Env::new();
@@ -88,37 +120,8 @@ async fn serve_prints_the_page_url_and_answers_on_it() {
     assert_eq!(r.status(), 200);
     assert!(r.headers().contains_key("content-security-policy"));
     let chat = format!("{origin}/v1/chat/sessions/{session}");
-    let r = client
-        .post(format!("{chat}/messages"))
-        .bearer_auth(token)
-        .header("origin", origin)
-        .json(&json!({"text": "hi"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let mut answered = false;
-    for _ in 0..100 {
-        let t: Value = client
-            .get(format!("{chat}/transcript"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if t["messages"].as_array().unwrap().len() == 2 {
-            assert_eq!(
-                t["messages"][1]["parts"][0]["text"],
-                "Hello from the script."
-            );
-            answered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(answered, "the scripted model answered");
+    let t = say_hi(&client, &chat, token, origin).await;
+    assert_eq!(t["rows"][1]["text"], "Hello from the script.");
     // The agent token opens more chats; a page of another site may not.
     let open = |origin: &str| {
         client
@@ -186,4 +189,49 @@ fn listening_beyond_loopback_needs_a_flag() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
+}
+
+#[tokio::test]
+async fn keyed_chats_are_resumed_by_the_next_server() {
+    let env = Env::new();
+    env.file("turns.json", SCRIPT);
+    let store = env.path("chats");
+    let agent = "agent-secret-for-the-test";
+    lrg_providers::transport::ensure_tls_provider();
+    let client = reqwest::Client::new();
+    let mut seen = Vec::new();
+    for expected in ["created", "resumed"] {
+        let mut child = serve(
+            &env,
+            &["--store", store.to_str().unwrap()],
+            &[("LRG_AGENT_TOKEN", agent)],
+        );
+        let url = first_line(&mut child);
+        let origin = url.split("/v1/ui/chat").next().unwrap().to_string();
+        let r = client
+            .post(format!("{origin}/v1/chat/sessions"))
+            .bearer_auth(agent)
+            .json(&json!({"client_key": "me", "context_key": "doc:1"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["opened"], expected, "{v}");
+        let chat = format!(
+            "{origin}/v1/chat/sessions/{}",
+            v["session"].as_str().unwrap()
+        );
+        let token = v["chat_token"].as_str().unwrap();
+        if expected == "created" {
+            say_hi(&client, &chat, token, &origin).await;
+        }
+        seen.push((
+            v["session"].clone(),
+            transcript(&client, &chat, token).await,
+        ));
+        assert_eq!(interrupt_and_wait(&mut child), 0);
+    }
+    assert_eq!(seen[0], seen[1], "the same chat, the same transcript");
+    assert_eq!(seen[1].1["rows"][1]["text"], "Hello from the script.");
 }

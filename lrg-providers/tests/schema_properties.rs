@@ -244,8 +244,8 @@ fn check_tool(tool: &Tool) -> Tally {
     let name = &tool.name;
     let original = validator(&tool.schema);
     let grammar = grammar_schema(&tool.schema, CAP).unwrap();
-    let branches = split_choice(&grammar).unwrap();
-    let raw_branches = split_choice(&tool.schema).unwrap();
+    let branches = split_choice(grammar.clone()).unwrap();
+    let raw_branches = split_choice(tool.schema.clone()).unwrap();
     assert_eq!(
         branches.len(),
         raw_branches.len(),
@@ -333,7 +333,7 @@ fn each_branch_takes_exactly_one_choice() {
     let tools = corpus();
     let choice_tools: Vec<&Tool> = tools
         .iter()
-        .filter(|t| split_choice(&t.schema).is_ok_and(|b| b.len() > 1))
+        .filter(|t| split_choice(t.schema.clone()).is_ok_and(|b| b.len() > 1))
         .collect();
     let names: Vec<&str> = choice_tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
@@ -348,7 +348,7 @@ fn each_branch_takes_exactly_one_choice() {
         "the corpus's choices are recognised, its near misses are not"
     );
     let fetch = choice_tools[0];
-    let branches = split_choice(&grammar_schema(&fetch.schema, CAP).unwrap()).unwrap();
+    let branches = split_choice(grammar_schema(&fetch.schema, CAP).unwrap()).unwrap();
     let validators: Vec<Validator> = branches.iter().map(validator).collect();
     let original = validator(&fetch.schema);
     let by_path = json!({"path": "/tmp/a.html", "max_bytes": 10});
@@ -370,7 +370,7 @@ fn each_branch_takes_exactly_one_choice() {
 
     // Two names per choice, plus a name every branch requires.
     let locate = choice_tools[1];
-    let branches = split_choice(&locate.schema).unwrap();
+    let branches = split_choice(locate.schema.clone()).unwrap();
     let validators: Vec<Validator> = branches.iter().map(validator).collect();
     let accepts = |instance: &Value| {
         validators
@@ -393,7 +393,7 @@ fn each_branch_takes_exactly_one_choice() {
 #[test]
 fn a_schema_without_a_choice_is_its_own_only_branch() {
     for tool in corpus() {
-        let branches = split_choice(&tool.schema).unwrap();
+        let branches = split_choice(tool.schema.clone()).unwrap();
         if branches.len() == 1 {
             assert_eq!(branches[0], tool.schema, "{}", tool.name);
         }

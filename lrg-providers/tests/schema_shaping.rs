@@ -218,7 +218,7 @@ fn split_choice_keeps_shared_arguments_in_every_branch() {
         "properties": {"path": {"type": "string"}, "url": {"type": "string"}, "depth": {"type": "integer"}},
         "required": ["depth"],
         "oneOf": [{"required": ["path"]}, {"required": ["url"]}]});
-    let branches = split_choice(&schema).unwrap();
+    let branches = split_choice(schema.clone()).unwrap();
     assert_eq!(
         branches,
         [
@@ -243,7 +243,7 @@ fn split_choice_leaves_other_alternatives_alone() {
             "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}),
     ] {
         assert_eq!(
-            split_choice(&schema).unwrap(),
+            split_choice(schema.clone()).unwrap(),
             std::slice::from_ref(&schema)
         );
     }

@@ -16,7 +16,7 @@ const CAP: u32 = 1_000;
 fn shapes(tool: &Tool) -> Value {
     let grammar =
         grammar_schema(&tool.schema, CAP).unwrap_or_else(|e| panic!("{}: {e}", tool.name));
-    let branches = split_choice(&grammar).unwrap_or_else(|e| panic!("{}: {e}", tool.name));
+    let branches = split_choice(grammar.clone()).unwrap_or_else(|e| panic!("{}: {e}", tool.name));
     let openai = portable_tool_schema(&tool.schema, SchemaTarget::OpenAi).unwrap();
     let anthropic = portable_tool_schema(&tool.schema, SchemaTarget::Anthropic).unwrap();
     let gemini = portable_tool_schema(&tool.schema, SchemaTarget::Gemini).unwrap();

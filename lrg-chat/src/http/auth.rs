@@ -12,13 +12,6 @@ pub(crate) fn new_token() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// A fresh chat id (128 random bits, hex). Not a secret: the chat token is.
-pub(crate) fn new_id() -> String {
-    let mut bytes = [0u8; 16];
-    rand::rng().fill_bytes(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Compare two tokens in time that depends only on their lengths, so a
 /// caller cannot find a token byte by byte from response times.
 pub(crate) fn same_token(given: &str, expected: &str) -> bool {

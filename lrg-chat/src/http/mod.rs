@@ -16,34 +16,66 @@
 //!
 //! | route | token | what |
 //! | --- | --- | --- |
-//! | `POST /v1/chat/sessions` | agent | `{model?, mcpServers?, permissions?, system?}` → `201 {session, chat_token, page_url}` |
+//! | `POST /v1/chat/sessions` | agent | `{model?, mcpServers?, permissions?, system?, local_only?, client_key?, context_key?}` → `201 {session, chat_token, page_url, opened}` (`200` when the keys name a live chat) |
 //! | `POST /v1/chat/sessions/{id}/messages` | chat | `{text, images?: [{mime, data}]}` → 202; 409 while busy |
 //! | `POST /v1/chat/sessions/{id}/stop` | chat | stop the running message |
 //! | `POST /v1/chat/sessions/{id}/retry` | chat | answer the last message again → 202 |
 //! | `POST /v1/chat/sessions/{id}/clear` | chat | empty the conversation |
 //! | `POST /v1/chat/sessions/{id}/compact` | chat | summarize the conversation → 202 |
 //! | `POST /v1/chat/sessions/{id}/approvals/{call_id}` | chat | `{answer: "once"\|"chat"\|"always"\|"deny", note?}` |
-//! | `GET`, `PUT /v1/chat/sessions/{id}/permissions` | chat | `{mode, rules, bulk_limit, saved, tools}`; PUT `{mode?, rules?, bulk_limit?}` |
+//! | `GET`, `PUT /v1/chat/sessions/{id}/permissions` | chat | `{mode, rules, bulk_limit, saved, local_only, tools}`; PUT `{mode?, rules?, bulk_limit?, local_only?}` |
 //! | `GET /v1/chat/sessions/{id}/models` | chat | `{current, groups: [{provider, models}]}` |
 //! | `POST /v1/chat/sessions/{id}/model` | chat | `{model, confirm}` → `201 {session, chat_token, page_url}` of the new chat; 409 busy or unconfirmed |
 //! | `GET /v1/chat/sessions/{id}/events?after=N` | chat | SSE: one JSON event per `data:` line, `id:` is the seq |
-//! | `GET /v1/chat/sessions/{id}/transcript` | chat | the conversation as rendered |
+//! | `GET /v1/chat/sessions/{id}/transcript` | chat | the conversation as rendered ([`crate::transcript::Transcript`]) |
 //! | `GET /v1/chat/sessions/{id}/images/{call_id}/{n}` | chat | image `n` (from 0) a tool returned |
-//! | `DELETE /v1/chat/sessions/{id}` | chat | end the chat |
+//! | `DELETE /v1/chat/sessions/{id}` | chat | end the chat and delete its stored copy |
 //! | `GET /v1/ui/chat` | none | the page |
 //!
 //! Errors are `{"error": {"kind", "message"}}` ([`ErrorKind`]): 400 naming
 //! the field, 403, 404, 409 busy, 413 too large, 429 too many.
+//!
+//! # Keyed chats and the store
+//!
+//! Chats live in a [`SessionRegistry`], over the store given with
+//! [`HttpConfig::store`]. Opening with both `client_key` and `context_key`
+//! (each 1–64 bytes of `[A-Za-z0-9._:@-]` with a letter or digit; one alone
+//! is a 400 naming the rule) is create-or-resume, and `opened` says which:
+//!
+//! - `live`: the keys name a chat open now on the same model. The answer is
+//!   that chat, with **the same chat token** (`200`): the agent token's
+//!   holder may hold every chat token anyway, and a page already showing
+//!   the chat keeps working.
+//! - `resumed`: the keys name a stored chat on the same model (after a
+//!   restart, or after it was put away idle). It is rebuilt under the same
+//!   id with a new chat token (tokens are never stored), and its event log
+//!   begins with its history as numbered events, so a page connecting with
+//!   `after=0` shows the conversation.
+//! - `replaced`: the keys name a chat on another model. A conversation is
+//!   never handed to another model: that chat is deleted and a new one
+//!   starts under the keys.
+//! - `created`: nothing was known.
+//!
+//! Unkeyed chats are kept in memory only: nothing could find them again.
+//! A keyed chat idle longer than [`HttpConfig::idle`] (with no page
+//! watching) is put away to the store by [`ChatServer::evict_idle`]: its
+//! token stops working and opening it again by its keys resumes it. When
+//! [`Limits::chats`] are open, the longest-idle keyed chat is put away to
+//! make room. `DELETE` deletes the stored copy under the store's lock, after
+//! the chat has stopped, so no late write brings it back. Switching models
+//! (`POST …/model`) ends the chat, stored copy included, and opens the new
+//! one under the same keys.
 
 mod auth;
 mod error;
+mod guard;
 mod menu;
+mod open;
 mod opener;
 mod page;
 mod routes;
 mod sessions;
 mod sse;
-mod transcript;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +88,9 @@ pub use error::{ApiError, ErrorKind};
 pub use menu::{MenuEntry, MenuGroup, ModelMenu, StaticMenu};
 pub use opener::{ChatOpener, ChatSpec, OpenError, OpenedChat, ResolveModel, StandardOpener};
 
+use crate::registry::{RegistryConfig, SessionRegistry};
+use crate::session::ChatSession;
+use crate::store::SessionStore;
 use sessions::Chats;
 
 /// A fresh random token (256 bits, base64url), e.g. for an agent token.
@@ -72,7 +107,9 @@ pub struct Limits {
     pub body_bytes: usize,
     /// Longest message text in characters (413). Default 100,000.
     pub message_chars: usize,
-    /// Chats open at once for the agent token (429). Default 32.
+    /// Chats open at once for the agent token (429 when every open chat is
+    /// unkeyed or busy; otherwise the longest-idle keyed chat is put away to
+    /// make room). Default 32.
     pub chats: usize,
     /// Event streams open at once on one chat (429). Default 8.
     pub subscribers_per_chat: usize,
@@ -98,6 +135,8 @@ pub struct HttpConfig {
     heartbeat: Duration,
     defaults: ChatSpec,
     base_path: String,
+    store: Option<Arc<dyn SessionStore>>,
+    idle: Duration,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -107,6 +146,8 @@ impl std::fmt::Debug for HttpConfig {
             .field("allowed_origins", &self.allowed_origins)
             .field("limits", &self.limits)
             .field("heartbeat", &self.heartbeat)
+            .field("store", &self.store)
+            .field("idle", &self.idle)
             .finish_non_exhaustive()
     }
 }
@@ -121,7 +162,24 @@ impl HttpConfig {
             heartbeat: Duration::from_secs(15),
             defaults: ChatSpec::default(),
             base_path: String::new(),
+            store: None,
+            idle: crate::registry::IDLE,
         }
+    }
+
+    /// Keep keyed chats in `store`, so they survive a restart and are
+    /// resumed by their keys (default: in memory only).
+    pub fn store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// How long a keyed chat may sit idle, with no page watching, before
+    /// [`ChatServer::evict_idle`] puts it away to the store (default 30
+    /// minutes).
+    pub fn idle(mut self, idle: Duration) -> Self {
+        self.idle = idle;
+        self
     }
 
     /// Accept requests from pages of `origin` (`http://127.0.0.1:8080`:
@@ -159,6 +217,21 @@ impl HttpConfig {
     }
 }
 
+/// How an open found its chat (see the [module docs](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OpenedAs {
+    /// A new chat.
+    Created,
+    /// The live chat the keys name, with its token.
+    Live,
+    /// The stored chat the keys name, rebuilt under its id.
+    Resumed,
+    /// The keys named a chat on another model; a new chat took its place.
+    Replaced,
+}
+
 /// A chat as its opener is told: the id, its token, and the page address
 /// (relative to the server) with both in the fragment.
 #[derive(Clone, Serialize)]
@@ -170,6 +243,8 @@ pub struct ChatLink {
     pub chat_token: String,
     /// `/v1/ui/chat#session=…&token=…`.
     pub page_url: String,
+    /// How it was found.
+    pub opened: OpenedAs,
 }
 
 impl std::fmt::Debug for ChatLink {
@@ -177,6 +252,7 @@ impl std::fmt::Debug for ChatLink {
         f.debug_struct("ChatLink")
             .field("session", &self.session)
             .field("chat_token", &"<redacted>")
+            .field("opened", &self.opened)
             .finish_non_exhaustive()
     }
 }
@@ -186,6 +262,7 @@ pub(crate) struct AppState {
     opener: Arc<dyn ChatOpener>,
     menu: Arc<dyn ModelMenu>,
     chats: Chats,
+    registry: SessionRegistry,
 }
 
 /// The chats of one server and the router that serves them. Cheap to clone.
@@ -205,12 +282,20 @@ impl std::fmt::Debug for ChatServer {
 impl ChatServer {
     /// A server opening chats with `opener` and offering `menu`.
     pub fn new(config: HttpConfig, opener: Arc<dyn ChatOpener>, menu: Arc<dyn ModelMenu>) -> Self {
+        let registry_config = RegistryConfig::default()
+            .idle(config.idle)
+            .max_live(config.limits.chats);
+        let mut registry = SessionRegistry::without_factory(registry_config);
+        if let Some(store) = &config.store {
+            registry = registry.with_store(store.clone());
+        }
         Self {
             state: Arc::new(AppState {
                 config,
                 opener,
                 menu,
                 chats: Chats::default(),
+                registry,
             }),
         }
     }
@@ -267,7 +352,7 @@ impl ChatServer {
     /// Open a chat from the app itself (no agent token needed): `lrg serve`
     /// opens the first one this way and prints its page URL.
     pub async fn open_chat(&self, spec: ChatSpec) -> Result<ChatLink, ApiError> {
-        self.state.open_chat(spec).await
+        self.state.open_chat(spec, None).await
     }
 
     /// How many chats are open.
@@ -275,10 +360,34 @@ impl ChatServer {
         self.state.chats.len()
     }
 
+    /// The session of open chat `id` (for an app that also drives it
+    /// directly).
+    pub fn session(&self, id: &str) -> Option<ChatSession> {
+        self.state.chats.get(id).map(|c| c.session.clone())
+    }
+
+    /// Put away every keyed chat idle longer than [`HttpConfig::idle`] with
+    /// no page watching it (see the [module docs](self)); returns how many.
+    pub async fn evict_idle(&self) -> usize {
+        self.state.evict_idle().await
+    }
+
+    /// Run [`Self::evict_idle`] every `every`, until the server is dropped.
+    pub fn spawn_sweeper(&self, every: Duration) -> tokio::task::JoinHandle<()> {
+        crate::registry::every_while_alive(&self.state, every, |state| async move {
+            state.evict_idle().await;
+        })
+    }
+
     /// End every chat: streams close, running messages stop, a running tool
-    /// finishes and its result is recorded, then tool servers stop.
+    /// finishes and its result is recorded, then tool servers stop. Keyed
+    /// chats stay in the store (and its locks are given back), to be
+    /// resumed by the next server.
     pub async fn shutdown(&self) {
         let chats = self.state.chats.drain();
         futures::future::join_all(chats.iter().map(|c| c.end())).await;
+        for chat in &chats {
+            self.state.registry.release(&chat.id).await;
+        }
     }
 }

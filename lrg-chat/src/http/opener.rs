@@ -1,15 +1,16 @@
-//! Opening a chat: what a client asks for ([`ChatSpec`]) and who builds the
-//! session ([`ChatOpener`]; [`StandardOpener`] for the usual case).
+//! Opening a chat: what a client asks for ([`ChatSpec`]) and who prepares
+//! the session ([`ChatOpener`]; [`StandardOpener`] for the usual case). The
+//! opener hands back a builder: the server's session registry adds the store
+//! and, for a resumed chat, its history.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use lrg_providers::{ChatModel, ModelInfo, ProviderError};
+use lrg_providers::{ChatModel, ModelInfo, ModelLocation, ProviderError};
 
 use crate::FixedModel;
-use crate::events::Event;
 use crate::permissions::{PermissionSettings, Permissions};
-use crate::session::{ChatSession, SessionConfig};
+use crate::session::{ChatSession, ChatSessionBuilder, SessionConfig};
 use crate::tools::{McpConfig, ToolHost, ToolHostOptions};
 
 /// What a chat is opened with. Fields left `None` take the server's
@@ -29,6 +30,9 @@ pub struct ChatSpec {
     pub permissions: Option<PermissionSettings>,
     /// The system prompt.
     pub system: Option<String>,
+    /// Refuse models that send the conversation to a cloud (the session's
+    /// "local only" lock).
+    pub local_only: Option<bool>,
 }
 
 impl ChatSpec {
@@ -61,6 +65,23 @@ impl ChatSpec {
         self
     }
 
+    /// Set the "local only" lock.
+    pub fn local_only(mut self, on: bool) -> Self {
+        self.local_only = Some(on);
+        self
+    }
+
+    /// The model id, trimmed; a 400 naming `model` when there is none.
+    pub fn model_id(&self) -> Result<&str, OpenError> {
+        self.model
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| {
+                OpenError::field("model", "no model given, and the server has no default")
+            })
+    }
+
     /// This spec with its empty fields taken from `defaults`.
     pub fn or(self, defaults: &ChatSpec) -> Self {
         Self {
@@ -68,29 +89,35 @@ impl ChatSpec {
             mcp_servers: self.mcp_servers.or_else(|| defaults.mcp_servers.clone()),
             permissions: self.permissions.or_else(|| defaults.permissions.clone()),
             system: self.system.or_else(|| defaults.system.clone()),
+            local_only: self.local_only.or(defaults.local_only),
         }
     }
 }
 
-/// A chat that an opener built.
+/// A chat that an opener prepared: everything but the store and the
+/// resumed history, which the server's registry adds.
 #[non_exhaustive]
 pub struct OpenedChat {
-    /// The session.
-    pub session: ChatSession,
+    /// The session, not yet built.
+    pub builder: ChatSessionBuilder,
     /// Its model.
     pub model: ModelInfo,
     /// Its tools, shut down when the chat ends; their list feeds the
     /// permissions panel.
     pub host: Option<Arc<ToolHost>>,
+    /// Told to the person as `warning` events once the session is built
+    /// (e.g. a tool server that did not start). Never secrets.
+    pub warnings: Vec<String>,
 }
 
 impl OpenedChat {
-    /// A chat on `session`, running on `model`.
-    pub fn new(session: ChatSession, model: ModelInfo) -> Self {
+    /// A chat built by `builder`, running on `model`.
+    pub fn new(builder: ChatSessionBuilder, model: ModelInfo) -> Self {
         Self {
-            session,
+            builder,
             model,
             host: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -98,6 +125,19 @@ impl OpenedChat {
     pub fn with_host(mut self, host: Arc<ToolHost>) -> Self {
         self.host = Some(host);
         self
+    }
+
+    /// A warning for the person, published once the session is built.
+    pub fn with_warning(mut self, message: impl Into<String>) -> Self {
+        self.warnings.push(message.into());
+        self
+    }
+
+    /// Stop its tool servers (a chat prepared but never used).
+    pub(crate) async fn discard(self) {
+        if let Some(host) = self.host {
+            host.shutdown().await;
+        }
     }
 }
 
@@ -131,7 +171,7 @@ impl OpenError {
 
 /// Builds the session of a new chat.
 pub trait ChatOpener: Send + Sync {
-    /// Open a chat as `spec` says (defaults already applied).
+    /// Prepare a chat as `spec` says (defaults applied; `spec.model` set).
     fn open(&self, spec: ChatSpec) -> BoxFuture<'_, Result<OpenedChat, OpenError>>;
 }
 
@@ -184,18 +224,22 @@ impl StandardOpener {
 impl ChatOpener for StandardOpener {
     fn open(&self, spec: ChatSpec) -> BoxFuture<'_, Result<OpenedChat, OpenError>> {
         Box::pin(async move {
-            let id = spec
-                .model
-                .as_deref()
-                .map(str::trim)
-                .filter(|m| !m.is_empty())
-                .ok_or_else(|| {
-                    OpenError::field("model", "no model given, and the server has no default")
-                })?;
+            let id = spec.model_id()?;
             let model = (self.resolve)(id)
                 .await
                 .map_err(|e| OpenError::field("model", e.to_string()))?;
             let info = model.info();
+            let local_only = spec.local_only.unwrap_or(false);
+            if local_only && info.location == ModelLocation::Cloud {
+                return Err(OpenError::field(
+                    "model",
+                    format!(
+                        "this chat is local only, and {id} would send it to {}; \
+                         choose a model on this machine or your own server",
+                        info.sends_to.as_deref().unwrap_or(&info.provider)
+                    ),
+                ));
+            }
             let host = Arc::new(ToolHost::with_options(self.tool_options));
             let failures = match &spec.mcp_servers {
                 Some(servers) => host.add_mcp_config(servers).await,
@@ -205,20 +249,18 @@ impl ChatOpener for StandardOpener {
             let mut builder = ChatSession::builder(Arc::new(FixedModel(model)))
                 .tools(host.clone())
                 .permissions(Arc::new(permissions))
+                .local_only(local_only)
                 .config(self.config.clone());
             if let Some(system) = spec.system {
                 builder = builder.system_prompt(system);
             }
-            let session = builder.build();
+            let mut opened = OpenedChat::new(builder, info).with_host(host);
             // A server that did not start is the person's to know about; its
             // message never holds environment or header values.
             for failure in failures {
-                session.events().publish(Event::Warning {
-                    message: failure.to_string(),
-                    retrying: false,
-                });
+                opened = opened.with_warning(failure.to_string());
             }
-            Ok(OpenedChat::new(session, info).with_host(host))
+            Ok(opened)
         })
     }
 }

@@ -1,6 +1,7 @@
-//! The handlers of `/v1/chat/*`. Each checks the caller first (origin, then
-//! token), and only then reads the body, so nothing about a chat or a limit
-//! is told to a caller without its token.
+//! The handlers of `/v1/chat/*`. Each takes its caller's right first (the
+//! [`AuthedChat`] or [`Agent`] extractor: origin, then token), and only then
+//! reads the body, so nothing about a chat or a limit is told to a caller
+//! without its token.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,40 +18,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::error::ApiError;
+use super::guard::{Agent, AuthedChat};
 use super::menu;
-use super::opener::{ChatSpec, OpenError};
+use super::opener::ChatSpec;
 use super::sessions::LiveChat;
-use super::{AppState, ChatLink, auth, sse, transcript};
+use super::{AppState, OpenedAs, sse};
 use crate::events::Event;
 use crate::permissions::{Answer, ApprovalReason, Mode, PermissionSettings, Rule, SaveStatus};
 use crate::session::{SessionError, UserInput};
+use crate::store::SessionKeys;
 use crate::tools::{McpConfig, ToolClass};
 
 type St = State<Arc<AppState>>;
-
-/// The chat `id`, when the request may use it; the uniform 403 otherwise
-/// (also for an id that never existed or has ended).
-fn chat(state: &AppState, headers: &HeaderMap, id: &str) -> Result<Arc<LiveChat>, ApiError> {
-    if !auth::origin_allowed(headers, &state.config.allowed_origins) {
-        return Err(ApiError::forbidden());
-    }
-    let given = auth::bearer(headers).unwrap_or_default();
-    match state.chats.get(id) {
-        Some(chat) if chat.token_matches(given) => Ok(chat),
-        _ => Err(ApiError::forbidden()),
-    }
-}
-
-fn agent(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let ok = auth::origin_allowed(headers, &state.config.allowed_origins)
-        && auth::bearer(headers)
-            .is_some_and(|given| auth::same_token(given, &state.config.agent_token));
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden())
-    }
-}
 
 /// Read a JSON body of at most the configured size.
 async fn read_json<T: DeserializeOwned>(state: &AppState, body: Body) -> Result<T, ApiError> {
@@ -126,15 +105,18 @@ struct OpenBody {
     permissions: Option<PermissionSettings>,
     #[serde(default)]
     system: Option<String>,
+    #[serde(default)]
+    local_only: Option<bool>,
+    #[serde(default)]
+    client_key: Option<String>,
+    #[serde(default)]
+    context_key: Option<String>,
 }
 
-pub(crate) async fn open(
-    State(state): St,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    agent(&state, &headers)?;
+pub(crate) async fn open(State(state): St, _: Agent, body: Body) -> Result<Response, ApiError> {
     let body: OpenBody = read_json(&state, body).await?;
+    let keys = SessionKeys::from_optional(body.client_key.as_deref(), body.context_key.as_deref())
+        .map_err(|e| ApiError::bad_body(e.to_string()))?;
     let mcp_servers = match body.mcp_servers {
         None => None,
         Some(servers) => Some(
@@ -147,27 +129,22 @@ pub(crate) async fn open(
         mcp_servers,
         permissions: body.permissions,
         system: body.system,
+        local_only: body.local_only,
     };
-    let link = state.open_chat(spec).await?;
-    Ok((StatusCode::CREATED, Json(link)).into_response())
-}
-
-pub(crate) fn open_error(e: OpenError) -> ApiError {
-    match e {
-        OpenError::BadRequest { field, message } => ApiError::bad_request(&field, message),
-        OpenError::Failed(message) => ApiError::internal(message),
-    }
+    let link = state.open_chat(spec, keys).await?;
+    let status = if link.opened == OpenedAs::Live {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((status, Json(link)).into_response())
 }
 
 pub(crate) async fn end(
     State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
+    AuthedChat(chat): AuthedChat,
 ) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
-    if let Some(chat) = state.chats.remove(&chat.id) {
-        chat.end().await;
-    }
+    state.end_chat(&chat).await?;
     Ok(Json(json!({"ended": true})).into_response())
 }
 
@@ -191,11 +168,9 @@ struct ImageBody {
 
 pub(crate) async fn message(
     State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
+    AuthedChat(chat): AuthedChat,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
     let body: MessageBody = read_json(&state, body).await?;
     let limit = state.config.limits.message_chars;
     let chars = body.text.chars().count();
@@ -232,42 +207,22 @@ pub(crate) async fn message(
     Ok(accepted(&chat))
 }
 
-pub(crate) async fn stop(
-    State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
+pub(crate) async fn stop(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
     let stopped = chat.session.stop();
     Ok(Json(json!({"stopped": stopped})).into_response())
 }
 
-pub(crate) async fn retry(
-    State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
+pub(crate) async fn retry(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
     chat.session.retry_last().map_err(session_error)?;
     Ok(accepted(&chat))
 }
 
-pub(crate) async fn clear(
-    State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
+pub(crate) async fn clear(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
     chat.session.clear().map_err(session_error)?;
     Ok(Json(json!({"last_seq": chat.session.events().last_seq()})).into_response())
 }
 
-pub(crate) async fn compact(
-    State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
+pub(crate) async fn compact(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
     chat.session.compact().map_err(session_error)?;
     Ok(accepted(&chat))
 }
@@ -293,11 +248,10 @@ struct ApprovalBody {
 
 pub(crate) async fn approval(
     State(state): St,
-    Path((id, call_id)): Path<(String, String)>,
-    headers: HeaderMap,
+    AuthedChat(chat): AuthedChat,
+    Path((_, call_id)): Path<(String, String)>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
     let body: ApprovalBody = read_json(&state, body).await?;
     if body.note.is_some() && body.answer != AnswerArg::Deny {
         return Err(ApiError::bad_request(
@@ -382,6 +336,7 @@ fn permissions_view(chat: &LiveChat, status: Option<SaveStatus>) -> Value {
         "rules": settings.rules,
         "bulk_limit": settings.bulk_limit,
         "saved": saved,
+        "local_only": chat.session.local_only(),
         "tools": tools,
     });
     if let Some(e) = save_error {
@@ -390,12 +345,7 @@ fn permissions_view(chat: &LiveChat, status: Option<SaveStatus>) -> Value {
     view
 }
 
-pub(crate) async fn get_permissions(
-    State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
+pub(crate) async fn get_permissions(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
     Ok(Json(permissions_view(&chat, None)).into_response())
 }
 
@@ -409,16 +359,20 @@ struct PermissionsBody {
     rules: Option<BTreeMap<String, Option<Rule>>>,
     #[serde(default)]
     bulk_limit: Option<u32>,
+    /// The "local only" lock: on, a cloud model is refused at its next turn.
+    #[serde(default)]
+    local_only: Option<bool>,
 }
 
 pub(crate) async fn put_permissions(
     State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
+    AuthedChat(chat): AuthedChat,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
     let body: PermissionsBody = read_json(&state, body).await?;
+    if let Some(on) = body.local_only {
+        chat.session.set_local_only(on);
+    }
     let status = chat.session.update_permissions(|s| {
         if let Some(mode) = body.mode {
             s.mode = mode;
@@ -440,10 +394,8 @@ pub(crate) async fn put_permissions(
 
 pub(crate) async fn models(
     State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
+    AuthedChat(chat): AuthedChat,
 ) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
     let groups = menu::with_current(state.menu.menu().await, &chat.model);
     let current = menu::MenuEntry::from_info(&chat.model);
     Ok(Json(json!({"current": current, "groups": groups})).into_response())
@@ -459,11 +411,9 @@ struct SwitchBody {
 
 pub(crate) async fn switch_model(
     State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
+    AuthedChat(chat): AuthedChat,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
     let body: SwitchBody = read_json(&state, body).await?;
     let model = body.model.trim().to_string();
     if model.is_empty() {
@@ -489,36 +439,18 @@ pub(crate) async fn switch_model(
              Send again with \"confirm\": true."
         )));
     }
-    let spec = ChatSpec {
-        model: Some(model),
-        permissions: Some(chat.session.permissions().settings()),
-        ..chat.spec.clone()
-    };
-    let opened = state.opener.open(spec.clone()).await.map_err(open_error)?;
-    let next = LiveChat::new(opened, spec);
-    let link = state.link(&next);
-    match state.chats.replace(&chat.id, next.clone()) {
-        Some(old) => {
-            tokio::spawn(async move { old.end().await });
-            Ok((StatusCode::CREATED, Json(link)).into_response())
-        }
-        None => {
-            // This chat ended while the new one opened.
-            next.end().await;
-            Err(ApiError::forbidden())
-        }
-    }
+    let link = state.switch(&chat, model).await?;
+    Ok((StatusCode::CREATED, Json(link)).into_response())
 }
 
 // ---- events, transcript, images -------------------------------------------
 
 pub(crate) async fn events(
     State(state): St,
-    Path(id): Path<String>,
+    AuthedChat(chat): AuthedChat,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
     let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let after = sse::after(query.as_deref(), last_event_id)?;
     sse::stream(&state, &chat, after)
@@ -526,25 +458,25 @@ pub(crate) async fn events(
 
 pub(crate) async fn transcript(
     State(state): St,
-    Path(id): Path<String>,
-    headers: HeaderMap,
+    AuthedChat(chat): AuthedChat,
 ) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
-    let history = chat.session.history();
-    Ok(Json(transcript::render(&history)).into_response())
+    let transcript = state
+        .registry
+        .transcript(&chat.id)
+        .await
+        .map_err(|_| ApiError::forbidden())?;
+    Ok(Json(transcript).into_response())
 }
 
 pub(crate) async fn image(
-    State(state): St,
-    Path((id, call_id, n)): Path<(String, String, String)>,
-    headers: HeaderMap,
+    AuthedChat(chat): AuthedChat,
+    Path((_, call_id, n)): Path<(String, String, String)>,
 ) -> Result<Response, ApiError> {
-    let chat = chat(&state, &headers, &id)?;
     let n: usize = n
         .parse()
         .map_err(|_| ApiError::bad_request("n", "must be the image's index, from 0"))?;
     let history = chat.session.history();
-    let image = transcript::image(&history, &call_id, n)
+    let image = crate::transcript::tool_image(&history, &call_id, n)
         .ok_or_else(|| ApiError::not_found(format!("tool call `{call_id}` has no image {n}")))?;
     // Only image types are served as themselves; the sandbox keeps even a
     // crafted SVG from running script.
@@ -589,38 +521,4 @@ pub(crate) async fn security_headers(mut response: Response) -> Response {
         HeaderValue::from_static("no-referrer"),
     );
     response
-}
-
-impl AppState {
-    /// Open a chat with `spec` (defaults applied) and add it to the table.
-    pub(crate) async fn open_chat(&self, spec: ChatSpec) -> Result<ChatLink, ApiError> {
-        if self.chats.len() >= self.config.limits.chats {
-            return Err(ApiError::too_many(format!(
-                "{} chats are open, the most this server allows: end one first",
-                self.config.limits.chats
-            )));
-        }
-        let spec = spec.or(&self.config.defaults);
-        let opened = self.opener.open(spec.clone()).await.map_err(open_error)?;
-        let chat = LiveChat::new(opened, spec);
-        let link = self.link(&chat);
-        if let Err(e) = self.chats.insert(chat.clone(), self.config.limits.chats) {
-            chat.end().await;
-            return Err(e);
-        }
-        Ok(link)
-    }
-
-    pub(crate) fn link(&self, chat: &LiveChat) -> ChatLink {
-        ChatLink {
-            page_url: format!(
-                "{}/v1/ui/chat#session={}&token={}",
-                self.config.base_path,
-                chat.id,
-                chat.token()
-            ),
-            session: chat.id.clone(),
-            chat_token: chat.token().to_string(),
-        }
-    }
 }

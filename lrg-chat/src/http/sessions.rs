@@ -1,6 +1,7 @@
-//! The live chats of a server: id → session, token and what it was opened
-//! with. Small and private on purpose: the session registry takes its place
-//! once it lands.
+//! The live chats of a server as the HTTP side sees them: id → token, tool
+//! host and what the chat was opened with. The sessions themselves live in
+//! the server's [`crate::registry::SessionRegistry`] (keys, store, idle
+//! eviction); a chat the registry no longer holds is ended here.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,9 +12,9 @@ use lrg_providers::ModelInfo;
 use tokio_util::sync::CancellationToken;
 
 use super::auth;
-use super::error::ApiError;
-use super::opener::{ChatSpec, OpenedChat};
+use super::opener::ChatSpec;
 use crate::session::ChatSession;
+use crate::store::{SessionId, SessionKeys};
 use crate::tools::ToolHost;
 
 /// How long ending a chat waits for a running tool to finish and be
@@ -22,11 +23,13 @@ const END_GRACE: Duration = Duration::from_secs(30);
 
 /// One live chat.
 pub(crate) struct LiveChat {
-    pub(crate) id: String,
+    pub(crate) id: SessionId,
     token: String,
     pub(crate) session: ChatSession,
     /// What it was opened with (holds MCP secrets: never sent anywhere).
     pub(crate) spec: ChatSpec,
+    /// Its client and context keys, when it is keyed.
+    pub(crate) keys: Option<SessionKeys>,
     pub(crate) model: ModelInfo,
     pub(crate) host: Option<Arc<ToolHost>>,
     /// Cancelled when the chat ends: its event streams close.
@@ -35,14 +38,22 @@ pub(crate) struct LiveChat {
 }
 
 impl LiveChat {
-    pub(crate) fn new(opened: OpenedChat, spec: ChatSpec) -> Arc<Self> {
+    pub(crate) fn new(
+        id: SessionId,
+        session: ChatSession,
+        model: ModelInfo,
+        host: Option<Arc<ToolHost>>,
+        spec: ChatSpec,
+        keys: Option<SessionKeys>,
+    ) -> Arc<Self> {
         Arc::new(Self {
-            id: auth::new_id(),
+            id,
             token: auth::new_token(),
-            session: opened.session,
+            session,
             spec,
-            model: opened.model,
-            host: opened.host,
+            keys,
+            model,
+            host,
             ended: CancellationToken::new(),
             subscribers: AtomicUsize::new(0),
         })
@@ -96,42 +107,42 @@ impl Drop for SubscriberSlot {
 /// The table of live chats.
 #[derive(Default)]
 pub(crate) struct Chats {
-    map: Mutex<HashMap<String, Arc<LiveChat>>>,
+    map: Mutex<HashMap<SessionId, Arc<LiveChat>>>,
 }
 
 impl Chats {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<LiveChat>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Arc<LiveChat>>> {
         // Inserts and removes only: a panic cannot leave it half changed.
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Add a chat, unless `limit` chats are open.
-    pub(crate) fn insert(&self, chat: Arc<LiveChat>, limit: usize) -> Result<(), ApiError> {
-        let mut map = self.lock();
-        if map.len() >= limit {
-            return Err(ApiError::too_many(format!(
-                "{limit} chats are open, the most this server allows: end one first"
-            )));
-        }
-        map.insert(chat.id.clone(), chat);
-        Ok(())
-    }
-
-    /// Put `chat` in place of the chat `old`; returns the old one, or
-    /// `None` (and adds nothing) when it had ended meanwhile.
-    pub(crate) fn replace(&self, old: &str, chat: Arc<LiveChat>) -> Option<Arc<LiveChat>> {
-        let mut map = self.lock();
-        let previous = map.remove(old)?;
-        map.insert(chat.id.clone(), chat);
-        Some(previous)
+    pub(crate) fn insert(&self, chat: Arc<LiveChat>) {
+        self.lock().insert(chat.id.clone(), chat);
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<LiveChat>> {
-        self.lock().get(id).cloned()
+        let id: SessionId = id.parse().ok()?;
+        self.lock().get(&id).cloned()
     }
 
-    pub(crate) fn remove(&self, id: &str) -> Option<Arc<LiveChat>> {
+    pub(crate) fn remove(&self, id: &SessionId) -> Option<Arc<LiveChat>> {
         self.lock().remove(id)
+    }
+
+    /// Take out every chat for which `gone` says so.
+    pub(crate) fn take_where(&self, gone: impl Fn(&SessionId) -> bool) -> Vec<Arc<LiveChat>> {
+        let mut map = self.lock();
+        let ids: Vec<SessionId> = map.keys().filter(|id| gone(id)).cloned().collect();
+        ids.iter().filter_map(|id| map.remove(id)).collect()
+    }
+
+    /// The chats a page (an event stream) watches now.
+    pub(crate) fn watched(&self) -> Vec<Arc<LiveChat>> {
+        self.lock()
+            .values()
+            .filter(|c| c.subscribers.load(Ordering::Acquire) > 0)
+            .cloned()
+            .collect()
     }
 
     pub(crate) fn drain(&self) -> Vec<Arc<LiveChat>> {

@@ -115,12 +115,29 @@ pub struct Chat {
     pub token: String,
 }
 
+impl Chat {
+    /// The chat an open answered with.
+    pub fn of(v: &Value) -> Self {
+        Chat {
+            id: v["session"].as_str().unwrap().into(),
+            token: v["chat_token"].as_str().unwrap().into(),
+        }
+    }
+}
+
 impl Harness {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     pub async fn open(&self, body: Value) -> Chat {
+        let (status, v) = self.open_raw(body).await;
+        assert_eq!(status, 201, "{v}");
+        Chat::of(&v)
+    }
+
+    /// `POST /v1/chat/sessions` with the agent token: status and body.
+    pub async fn open_raw(&self, body: Value) -> (u16, Value) {
         let r = self
             .client
             .post(self.url("/v1/chat/sessions"))
@@ -129,13 +146,7 @@ impl Harness {
             .send()
             .await
             .unwrap();
-        let status = r.status();
-        let v: Value = r.json().await.unwrap();
-        assert_eq!(status, 201, "{v}");
-        Chat {
-            id: v["session"].as_str().unwrap().into(),
-            token: v["chat_token"].as_str().unwrap().into(),
-        }
+        (r.status().as_u16(), r.json().await.unwrap())
     }
 
     /// `method` on the chat's `route` (after `/v1/chat/sessions/{id}`), with

@@ -61,7 +61,7 @@ pub(crate) fn offer_tools(tools: &[ToolSpec]) -> Vec<OfferedTool> {
 fn shape_arguments(schema: &Value) -> Result<Vec<Value>, String> {
     let shaped =
         crate::schema::grammar_schema(schema, ARGUMENT_MAX_CHARS).map_err(|e| e.to_string())?;
-    crate::schema::split_choice(&shaped).map_err(|e| e.to_string())
+    crate::schema::split_choice(shaped).map_err(|e| e.to_string())
 }
 
 /// The answer schema for `tools`: an `anyOf` with one

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::error::SchemaError;
 use super::keywords::is_annotation;
-use super::path::Path;
+use super::path::{Path, drop_flat};
 use super::validate::{require_root_object, string_list};
 
 /// Splits a tool schema whose top level says "exactly one of these arguments"
@@ -22,24 +22,33 @@ use super::validate::{require_root_object, string_list};
 ///
 /// A grammar engine cannot express "exactly one"; offering the branches as
 /// alternatives can. A schema without such a choice (or whose choice names an
-/// argument missing from `properties`) comes back unchanged, as the only branch. Works on raw and grammar-shaped schemas alike.
-pub fn split_choice(schema: &Value) -> Result<Vec<Value>, SchemaError> {
-    let map = require_root_object(schema)?;
+/// argument missing from `properties`) comes back unchanged, as the only branch
+/// (moved there, not copied). Works on raw and
+/// grammar-shaped schemas alike.
+pub fn split_choice(schema: Value) -> Result<Vec<Value>, SchemaError> {
+    let map = match require_root_object(&schema) {
+        Ok(map) => map,
+        Err(error) => {
+            drop_flat(schema);
+            return Err(error);
+        }
+    };
     let Some(Choice { keyword, choices }) = find_choice(map) else {
-        return Ok(vec![schema.clone()]);
+        // Most schemas have no choice: they come back without a copy.
+        return Ok(vec![schema]);
     };
     let path = Path::ROOT;
     // A choice naming an argument the schema does not declare cannot become
     // closed objects; it is left whole, for the tool to judge.
     let Some(Value::Object(properties)) = map.get("properties") else {
-        return Ok(vec![schema.clone()]);
+        return Ok(vec![Value::clone(&schema)]);
     };
     if choices
         .iter()
         .flatten()
         .any(|name| !properties.contains_key(*name))
     {
-        return Ok(vec![schema.clone()]);
+        return Ok(vec![Value::clone(&schema)]);
     }
     let base_required = match map.get("required") {
         Some(required) => string_list(required, &path, "required")?,

@@ -1,13 +1,16 @@
 //! [`grammar_schema`]: the schema both grammar engines (llguidance, XGrammar)
 //! constrain a local model's arguments with.
 
+use std::cell::OnceCell;
+
 use serde_json::{Map, Value, json};
 
 use super::error::{SchemaError, json_type};
+use super::keyword_map::{KeywordMap, Kw};
 use super::merge::{Fold, distribute_properties, fold_all_of};
 use super::path::{Path, check_schema_depth};
 use super::refs::inline_refs;
-use super::validate::{non_negative, require_root_object, string_list, type_list};
+use super::validate::{non_negative, require_root_object, string_list, type_names};
 
 /// Shapes a tool's input schema for a grammar engine.
 ///
@@ -36,6 +39,7 @@ pub fn grammar_schema(schema: &Value, max_string_len: u32) -> Result<Value, Sche
     let inlined = inline_refs(schema)?;
     let shaper = Shaper {
         cap: u64::from(max_string_len),
+        any: OnceCell::new(),
     };
     shaper.shape(inlined, &Path::ROOT, 0, Position::Root)
 }
@@ -63,6 +67,9 @@ struct ObjectContext {
 
 struct Shaper {
     cap: u64,
+    /// [`Shaper::any_value`], built once: copying a map is several times
+    /// cheaper than building it key by key.
+    any: OnceCell<Value>,
 }
 
 impl Shaper {
@@ -87,15 +94,24 @@ impl Shaper {
 
     fn object(
         &self,
-        mut map: Map<String, Value>,
+        map: Map<String, Value>,
         path: &Path<'_>,
         depth: usize,
         position: Position,
     ) -> Result<Value, SchemaError> {
-        fold_all_of(&mut map, Fold::Exact);
-        distribute_properties(&mut map);
+        let mut map = KeywordMap::new(map);
+        let distributable = map.has(Kw::Properties) && (map.has(Kw::AnyOf) != map.has(Kw::OneOf));
+        if map.has(Kw::AllOf) || distributable {
+            map.rewrite(|map| {
+                fold_all_of(map, Fold::Exact);
+                distribute_properties(map);
+            });
+        }
 
-        let mut types = type_list(&map, path)?;
+        let mut types = map
+            .get(Kw::Type)
+            .map(|value| type_names(value, path))
+            .transpose()?;
         if types.is_none() {
             types = match position {
                 // A tool's input is an object, whatever its schema forgot to say.
@@ -111,16 +127,14 @@ impl Shaper {
                     .any(|t| t == name || (name == "number" && t == "integer"))
             })
         };
-        let has_combinator = ["anyOf", "oneOf", "allOf"]
-            .iter()
-            .any(|k| map.contains_key(*k));
+        let has_combinator = map.has_any(&[Kw::AnyOf, Kw::OneOf, Kw::AllOf]);
 
-        let mut out = Map::new();
+        let mut out = Map::with_capacity(8);
         if let Some(types) = &types {
             out.insert("type".to_owned(), types_value(types));
         }
-        let limited = map.contains_key("enum") || map.contains_key("const");
-        if let Some(values) = map.remove("enum") {
+        let limited = map.has_any(&[Kw::Enum, Kw::Const]);
+        if let Some(values) = map.take(Kw::Enum) {
             if !values.is_array() {
                 return Err(invalid(
                     path,
@@ -130,7 +144,7 @@ impl Shaper {
             }
             out.insert("enum".to_owned(), values);
         }
-        if let Some(value) = map.remove("const") {
+        if let Some(value) = map.take(Kw::Const) {
             out.insert("const".to_owned(), value);
         }
 
@@ -148,8 +162,8 @@ impl Shaper {
         if allows("array") {
             self.array_keywords(&mut map, &mut out, path, depth)?;
         }
-        let any_of = map.remove("anyOf");
-        let one_of = map.remove("oneOf");
+        let any_of = map.take(Kw::AnyOf);
+        let one_of = map.take(Kw::OneOf);
         let mut alternatives = Vec::new();
         for (keyword, value) in [("anyOf", any_of), ("oneOf", one_of)] {
             if let Some(value) = value {
@@ -165,7 +179,7 @@ impl Shaper {
         if let Some(second) = alternatives.next() {
             out.insert("allOf".to_owned(), json!([{ "anyOf": second }]));
         }
-        if let Some(value) = map.remove("allOf") {
+        if let Some(value) = map.take(Kw::AllOf) {
             let parts = self.branches(value, &path.key("allOf"), "allOf", depth)?;
             match out.get_mut("allOf") {
                 Some(Value::Array(existing)) => {
@@ -177,7 +191,7 @@ impl Shaper {
             }
         }
 
-        if out.is_empty() && position != Position::Branch && !map.contains_key("required") {
+        if out.is_empty() && position != Position::Branch && !map.has(Kw::Required) {
             return Ok(self.any_value());
         }
         // An untyped schema whose values `enum`, `const` or its branches already
@@ -186,14 +200,14 @@ impl Shaper {
         let capped_elsewhere =
             types.is_none() && (limited || has_combinator || position == Position::Branch);
         if allows("string") && !capped_elsewhere {
-            if let Some(min) = map.get("minLength") {
+            if let Some(min) = map.get(Kw::MinLength) {
                 out.insert(
                     "minLength".to_owned(),
                     Value::from(non_negative(min, path, "minLength")?),
                 );
             }
             let existing = map
-                .get("maxLength")
+                .get(Kw::MaxLength)
                 .map(|max| non_negative(max, path, "maxLength"))
                 .transpose()?;
             if !limited || existing.is_some() {
@@ -207,7 +221,7 @@ impl Shaper {
 
     fn object_keywords(
         &self,
-        map: &mut Map<String, Value>,
+        map: &mut KeywordMap,
         out: &mut Map<String, Value>,
         path: &Path<'_>,
         depth: usize,
@@ -218,7 +232,7 @@ impl Shaper {
             has_combinator,
             explicit_object,
         } = context;
-        let properties = match map.remove("properties") {
+        let properties = match map.take(Kw::Properties) {
             None => None,
             Some(Value::Object(properties)) => {
                 let at = path.key("properties");
@@ -238,7 +252,7 @@ impl Shaper {
             }
         };
         let mut undeclared = Vec::new();
-        if let Some(required) = map.remove("required") {
+        if let Some(required) = map.take(Kw::Required) {
             let names = string_list(&required, path, "required")?;
             if let Some(properties) = &properties {
                 undeclared.extend(
@@ -252,7 +266,7 @@ impl Shaper {
                 out.insert("required".to_owned(), required);
             }
         }
-        let additional = map.remove("additionalProperties");
+        let additional = map.take(Kw::AdditionalProperties);
         if let Some(mut properties) = properties {
             // A required name the schema forgot to declare was allowed as an
             // additional property; closing the object must not make it impossible.
@@ -311,17 +325,17 @@ impl Shaper {
 
     fn array_keywords(
         &self,
-        map: &mut Map<String, Value>,
+        map: &mut KeywordMap,
         out: &mut Map<String, Value>,
         path: &Path<'_>,
         depth: usize,
     ) -> Result<(), SchemaError> {
-        let mut prefix = map.remove("prefixItems");
-        let mut items = map.remove("items");
+        let mut prefix = map.take(Kw::PrefixItems);
+        let mut items = map.take(Kw::Items);
         if let Some(Value::Array(_)) = items {
             // Drafts 4-7 tuples: `items` is the prefix, `additionalItems` the rest.
             prefix = items.take();
-            items = map.remove("additionalItems");
+            items = map.take(Kw::AdditionalItems);
         }
         if let Some(prefix) = prefix {
             let Value::Array(parts) = prefix else {
@@ -342,11 +356,12 @@ impl Shaper {
             let shaped = self.shape(items, &path.key("items"), depth + 1, Position::Value)?;
             out.insert("items".to_owned(), shaped);
         }
-        for keyword in ["minItems", "maxItems"] {
+        for keyword in [Kw::MinItems, Kw::MaxItems] {
             if let Some(value) = map.get(keyword) {
+                let name = keyword.name();
                 out.insert(
-                    keyword.to_owned(),
-                    Value::from(non_negative(value, path, keyword)?),
+                    name.to_owned(),
+                    Value::from(non_negative(value, path, name)?),
                 );
             }
         }
@@ -397,33 +412,38 @@ impl Shaper {
     /// Any JSON value, two levels deep at most, every string capped: what an
     /// unconstrained argument becomes (a grammar cannot recurse without bound).
     fn any_value(&self) -> Value {
-        let scalar =
-            json!({ "type": ["string", "number", "boolean", "null"], "maxLength": self.cap });
-        json!({
-            "type": ["string", "number", "boolean", "null", "array", "object"],
-            "maxLength": self.cap,
-            "items": scalar,
-            "additionalProperties": scalar,
-        })
+        self.any
+            .get_or_init(|| {
+                let scalar = json!({
+                    "type": ["string", "number", "boolean", "null"],
+                    "maxLength": self.cap,
+                });
+                json!({
+                    "type": ["string", "number", "boolean", "null", "array", "object"],
+                    "maxLength": self.cap,
+                    "items": scalar,
+                    "additionalProperties": scalar,
+                })
+            })
+            .clone()
     }
 }
 
 /// The type a schema without `type` evidently means, from its keywords.
-fn inferred_type(map: &Map<String, Value>) -> Option<Vec<String>> {
-    let has = |keywords: &[&str]| keywords.iter().any(|k| map.contains_key(*k));
-    if has(&["anyOf", "oneOf", "allOf", "enum", "const"]) {
+fn inferred_type(map: &KeywordMap) -> Option<Vec<String>> {
+    if map.has_any(&[Kw::AnyOf, Kw::OneOf, Kw::AllOf, Kw::Enum, Kw::Const]) {
         return None;
     }
-    let name = if has(&[
-        "properties",
-        "additionalProperties",
-        "patternProperties",
-        "required",
+    let name = if map.has_any(&[
+        Kw::Properties,
+        Kw::AdditionalProperties,
+        Kw::PatternProperties,
+        Kw::Required,
     ]) {
         "object"
-    } else if has(&["items", "prefixItems", "minItems", "maxItems"]) {
+    } else if map.has_any(&[Kw::Items, Kw::PrefixItems, Kw::MinItems, Kw::MaxItems]) {
         "array"
-    } else if has(&["minLength", "maxLength", "pattern"]) {
+    } else if map.has_any(&[Kw::MinLength, Kw::MaxLength, Kw::Pattern]) {
         "string"
     } else {
         return None;

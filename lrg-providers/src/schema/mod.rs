@@ -56,6 +56,7 @@ mod choice;
 mod error;
 mod gemini;
 mod grammar;
+mod keyword_map;
 mod keywords;
 mod merge;
 mod path;
@@ -91,11 +92,11 @@ pub fn fuzz_shape(data: &[u8]) {
         if let Err(error) = grammar_schema(&shaped, FUZZ_STRING_CAP) {
             panic!("grammar_schema refuses its own output {shaped}: {error}");
         }
-        if let Err(error) = split_choice(&shaped) {
+        if let Err(error) = split_choice(shaped.clone()) {
             panic!("split_choice refuses grammar output {shaped}: {error}");
         }
     }
-    if let Ok(branches) = split_choice(&schema)
+    if let Ok(branches) = split_choice(schema.clone())
         && branches.is_empty()
     {
         panic!("split_choice returned no branch for {schema}");

@@ -84,6 +84,19 @@ fn render_segments(segments: &[Segment<'_>]) -> String {
     out
 }
 
+/// Drops `value` without recursion: serde_json drops recursively, and a value
+/// too deep to shape is also too deep to drop that way.
+pub(crate) fn drop_flat(value: Value) {
+    let mut stack = vec![value];
+    while let Some(mut value) = stack.pop() {
+        match &mut value {
+            Value::Object(map) => stack.extend(std::mem::take(map).into_iter().map(|(_, v)| v)),
+            Value::Array(items) => stack.append(items),
+            _ => {}
+        }
+    }
+}
+
 /// Checks, without recursion, that `value` nests no deeper than [`MAX_JSON_DEPTH`].
 ///
 /// Every recursive walk in this module is bounded by its own depth counter too;

@@ -25,9 +25,13 @@ pub(crate) fn type_list(
     map: &Map<String, Value>,
     path: &Path<'_>,
 ) -> Result<Option<Vec<String>>, SchemaError> {
-    let Some(value) = map.get("type") else {
-        return Ok(None);
-    };
+    map.get("type")
+        .map(|value| type_names(value, path))
+        .transpose()
+}
+
+/// The value of a `type` keyword as a list of names.
+pub(crate) fn type_names(value: &Value, path: &Path<'_>) -> Result<Vec<String>, SchemaError> {
     let bad = |reason: String| SchemaError::InvalidKeyword {
         path: path.render(),
         keyword: "type".to_owned(),
@@ -44,7 +48,7 @@ pub(crate) fn type_list(
         }
     };
     match value {
-        Value::String(name) => Ok(Some(vec![check(name)?])),
+        Value::String(name) => Ok(vec![check(name)?]),
         Value::Array(names) if !names.is_empty() => {
             let mut list: Vec<String> = Vec::with_capacity(names.len());
             for name in names {
@@ -59,7 +63,7 @@ pub(crate) fn type_list(
                     list.push(name);
                 }
             }
-            Ok(Some(list))
+            Ok(list)
         }
         Value::Array(_) => Err(bad("must not be an empty array".to_owned())),
         other => Err(bad(format!(

@@ -1,0 +1,240 @@
+//! Opening, switching, putting away and ending chats: the HTTP side of the
+//! session registry. The registry decides what an open finds (a live chat, a
+//! stored one, nothing); this module keeps its table of live chats (tokens,
+//! tool hosts) in step with it.
+
+use std::sync::Arc;
+
+use lrg_providers::ModelInfo;
+
+use super::error::ApiError;
+use super::opener::{ChatSpec, OpenError, OpenedChat};
+use super::sessions::LiveChat;
+use super::{AppState, ChatLink, OpenedAs};
+use crate::events::Event;
+use crate::registry::{OpenRequest, Opened, OpenedHow, RegistryError};
+use crate::session::ChatSessionBuilder;
+use crate::store::{ModelBinding, SessionKeys, StoreError};
+use crate::tools::ToolHost;
+
+/// What an opener prepared besides the session builder.
+struct Prepared {
+    model: ModelInfo,
+    host: Option<Arc<ToolHost>>,
+    warnings: Vec<String>,
+}
+
+fn split(chat: OpenedChat) -> (ChatSessionBuilder, Prepared) {
+    let OpenedChat {
+        builder,
+        model,
+        host,
+        warnings,
+    } = chat;
+    (
+        builder,
+        Prepared {
+            model,
+            host,
+            warnings,
+        },
+    )
+}
+
+pub(crate) fn open_error(e: OpenError) -> ApiError {
+    match e {
+        OpenError::BadRequest { field, message } => ApiError::bad_request(&field, message),
+        OpenError::Failed(message) => ApiError::internal(message),
+    }
+}
+
+fn registry_error(e: RegistryError) -> ApiError {
+    match e {
+        RegistryError::Keys(e) => ApiError::bad_body(e.to_string()),
+        RegistryError::Full(n) => ApiError::too_many(format!(
+            "{n} chats are open, the most this server allows, and none can be put away \
+             (unkeyed or busy): end one first"
+        )),
+        RegistryError::Busy(_) => ApiError::busy(),
+        RegistryError::Model { model, reason } => {
+            ApiError::bad_request("model", format!("cannot start a chat on {model}: {reason}"))
+        }
+        RegistryError::Store(StoreError::Locked { .. }) => ApiError::conflict(
+            "the stored chat these keys name is open in another process: close it there first",
+        ),
+        // Store messages name files: the detail goes to the log only.
+        other => {
+            tracing::warn!("opening a chat failed: {other}");
+            ApiError::internal("the chat could not be opened: its store failed")
+        }
+    }
+}
+
+fn opened_as(how: &OpenedHow) -> OpenedAs {
+    match how {
+        OpenedHow::Live => OpenedAs::Live,
+        OpenedHow::Resumed { .. } => OpenedAs::Resumed,
+        OpenedHow::Replaced { .. } => OpenedAs::Replaced,
+        _ => OpenedAs::Created,
+    }
+}
+
+fn request(model: &str, keys: Option<&SessionKeys>) -> OpenRequest {
+    let binding = ModelBinding::new(model);
+    match keys {
+        Some(keys) => OpenRequest::keyed(keys.clone(), binding),
+        None => OpenRequest::new(binding).unsaved(),
+    }
+}
+
+impl AppState {
+    /// Open a chat with `spec` (defaults applied): create-or-resume with
+    /// `keys`, create without.
+    pub(crate) async fn open_chat(
+        &self,
+        spec: ChatSpec,
+        keys: Option<SessionKeys>,
+    ) -> Result<ChatLink, ApiError> {
+        let spec = spec.or(&self.config.defaults);
+        let model = spec.model_id().map_err(open_error)?.to_string();
+        // The opener's own error (a 400 naming its field) is kept aside:
+        // the registry only carries its text.
+        let mut refused = None;
+        let (slot, opener, wanted) = (&mut refused, &self.opener, &spec);
+        let build = move |binding: &ModelBinding| {
+            let model = binding.model.clone();
+            async move {
+                match opener.open(wanted.clone()).await {
+                    Ok(chat) => Ok(split(chat)),
+                    Err(e) => {
+                        let reason = e.to_string();
+                        *slot = Some(e);
+                        Err(RegistryError::Model { model, reason })
+                    }
+                }
+            }
+        };
+        let result = self
+            .registry
+            .open_with(request(&model, keys.as_ref()), build)
+            .await;
+        match result {
+            Ok((opened, prepared)) => self.admit(opened, prepared, spec, keys),
+            Err(e) => Err(refused.map_or_else(|| registry_error(e), open_error)),
+        }
+    }
+
+    /// Open a chat on `model` in place of `old`, with its connections,
+    /// settings and keys but not its conversation, which is never handed to
+    /// another model: `old` ends, its stored copy deleted.
+    pub(crate) async fn switch(&self, old: &LiveChat, model: String) -> Result<ChatLink, ApiError> {
+        let spec = ChatSpec {
+            model: Some(model.clone()),
+            permissions: Some(old.session.permissions().settings()),
+            local_only: Some(old.session.local_only()),
+            ..old.spec.clone()
+        };
+        // Prepared first: a model that cannot be had leaves this chat as it is.
+        let prepared = self.opener.open(spec.clone()).await.map_err(open_error)?;
+        let Some(old) = self.chats.remove(&old.id) else {
+            // This chat ended while the new one was prepared.
+            prepared.discard().await;
+            return Err(ApiError::forbidden());
+        };
+        if let Err(e) = self.registry.end(&old.id).await {
+            tracing::warn!("the stored copy of chat {} was not deleted: {e}", old.id);
+        }
+        let keys = old.keys.clone();
+        tokio::spawn(async move { old.end().await });
+        let ready = split(prepared);
+        let build = move |_: &ModelBinding| std::future::ready(Ok(ready));
+        let (opened, prepared) = self
+            .registry
+            .open_with(request(&model, keys.as_ref()), build)
+            .await
+            .map_err(registry_error)?;
+        self.admit(opened, prepared, spec, keys)
+    }
+
+    /// Take what the registry opened into the table of live chats.
+    fn admit(
+        &self,
+        opened: Opened,
+        prepared: Option<Prepared>,
+        spec: ChatSpec,
+        keys: Option<SessionKeys>,
+    ) -> Result<ChatLink, ApiError> {
+        let how = opened_as(&opened.how);
+        let Some(prepared) = prepared else {
+            // Live: the same chat, with the same token.
+            let chat = self
+                .chats
+                .get(opened.id.as_str())
+                .ok_or_else(|| ApiError::conflict("this chat is ending: open it again"))?;
+            return Ok(self.link(&chat, how));
+        };
+        for message in prepared.warnings {
+            opened.session.events().publish(Event::Warning {
+                message,
+                retrying: false,
+            });
+        }
+        let chat = LiveChat::new(
+            opened.id,
+            opened.session,
+            prepared.model,
+            prepared.host,
+            spec,
+            keys,
+        );
+        self.chats.insert(chat.clone());
+        self.end_gone();
+        Ok(self.link(&chat, how))
+    }
+
+    /// End, in the background, the chats the registry no longer holds (put
+    /// away to make room or when idle, or replaced).
+    pub(crate) fn end_gone(&self) {
+        for chat in self.chats.take_where(|id| !self.registry.is_live(id)) {
+            tokio::spawn(async move { chat.end().await });
+        }
+    }
+
+    /// End `chat` for good: it stops (a running tool finishes and its result
+    /// is recorded), then its stored copy is deleted under the store's lock,
+    /// so no late write brings it back.
+    pub(crate) async fn end_chat(&self, chat: &LiveChat) -> Result<(), ApiError> {
+        if let Some(chat) = self.chats.remove(&chat.id) {
+            chat.end().await;
+        }
+        self.registry.end(&chat.id).await.map_err(|e| {
+            tracing::warn!("the stored copy of chat {} was not deleted: {e}", chat.id);
+            ApiError::internal("the chat ended, but its stored copy could not be deleted")
+        })?;
+        Ok(())
+    }
+
+    /// Put away keyed chats idle too long; a chat a page watches is in use.
+    pub(crate) async fn evict_idle(&self) -> usize {
+        for chat in self.chats.watched() {
+            self.registry.get(&chat.id);
+        }
+        let n = self.registry.evict_idle().await;
+        self.end_gone();
+        n
+    }
+
+    pub(crate) fn link(&self, chat: &LiveChat, opened: OpenedAs) -> ChatLink {
+        ChatLink {
+            page_url: format!(
+                "{}/v1/ui/chat#session={}&token={}",
+                self.config.base_path,
+                chat.id,
+                chat.token()
+            ),
+            session: chat.id.to_string(),
+            chat_token: chat.token().to_string(),
+            opened,
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! A schema object with the keywords the grammar shaper reads found in one
+//! pass over its keys.
+//!
+//! Most keywords are absent from most schema objects, and asking the map for
+//! each one would hash its name every time (the shaper asks about twenty
+//! questions per object). One scan of the keys answers all of them; only a
+//! keyword that is present is looked up.
+
+use serde_json::{Map, Value};
+
+/// The keywords [`KeywordMap`] tracks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kw {
+    Type,
+    Enum,
+    Const,
+    Properties,
+    PatternProperties,
+    Required,
+    AdditionalProperties,
+    Items,
+    PrefixItems,
+    AdditionalItems,
+    MinItems,
+    MaxItems,
+    MinLength,
+    MaxLength,
+    Pattern,
+    AnyOf,
+    OneOf,
+    AllOf,
+}
+
+impl Kw {
+    /// Every tracked keyword, in declaration order.
+    const ALL: [Kw; 18] = [
+        Kw::Type,
+        Kw::Enum,
+        Kw::Const,
+        Kw::Properties,
+        Kw::PatternProperties,
+        Kw::Required,
+        Kw::AdditionalProperties,
+        Kw::Items,
+        Kw::PrefixItems,
+        Kw::AdditionalItems,
+        Kw::MinItems,
+        Kw::MaxItems,
+        Kw::MinLength,
+        Kw::MaxLength,
+        Kw::Pattern,
+        Kw::AnyOf,
+        Kw::OneOf,
+        Kw::AllOf,
+    ];
+
+    /// The keyword's name in a schema.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kw::Type => "type",
+            Kw::Enum => "enum",
+            Kw::Const => "const",
+            Kw::Properties => "properties",
+            Kw::PatternProperties => "patternProperties",
+            Kw::Required => "required",
+            Kw::AdditionalProperties => "additionalProperties",
+            Kw::Items => "items",
+            Kw::PrefixItems => "prefixItems",
+            Kw::AdditionalItems => "additionalItems",
+            Kw::MinItems => "minItems",
+            Kw::MaxItems => "maxItems",
+            Kw::MinLength => "minLength",
+            Kw::MaxLength => "maxLength",
+            Kw::Pattern => "pattern",
+            Kw::AnyOf => "anyOf",
+            Kw::OneOf => "oneOf",
+            Kw::AllOf => "allOf",
+        }
+    }
+
+    fn of(name: &str) -> Option<Kw> {
+        Kw::ALL.into_iter().find(|kw| kw.name() == name)
+    }
+
+    fn bit(self) -> u32 {
+        1 << self as u32
+    }
+}
+
+/// A schema object and which tracked keywords it has.
+pub(crate) struct KeywordMap {
+    map: Map<String, Value>,
+    present: u32,
+}
+
+impl KeywordMap {
+    /// Scans `map`'s keys once.
+    pub(crate) fn new(map: Map<String, Value>) -> Self {
+        let present = map
+            .keys()
+            .filter_map(|key| Kw::of(key))
+            .fold(0, |bits, kw| bits | kw.bit());
+        Self { map, present }
+    }
+
+    /// Whether `kw` is present (and not taken yet).
+    pub(crate) fn has(&self, kw: Kw) -> bool {
+        self.present & kw.bit() != 0
+    }
+
+    /// Whether any of `kws` is present.
+    pub(crate) fn has_any(&self, kws: &[Kw]) -> bool {
+        kws.iter().any(|kw| self.has(*kw))
+    }
+
+    /// The value of `kw`, if present.
+    pub(crate) fn get(&self, kw: Kw) -> Option<&Value> {
+        if self.has(kw) {
+            self.map.get(kw.name())
+        } else {
+            None
+        }
+    }
+
+    /// Removes `kw` and returns its value, if present.
+    pub(crate) fn take(&mut self, kw: Kw) -> Option<Value> {
+        if !self.has(kw) {
+            return None;
+        }
+        self.present &= !kw.bit();
+        self.map.remove(kw.name())
+    }
+
+    /// The map itself, for the rare rewrite that needs all of it; the key set
+    /// is scanned again afterwards.
+    pub(crate) fn rewrite(&mut self, edit: impl FnOnce(&mut Map<String, Value>)) {
+        edit(&mut self.map);
+        *self = Self::new(std::mem::take(&mut self.map));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn keywords(value: Value) -> KeywordMap {
+        match value {
+            Value::Object(map) => KeywordMap::new(map),
+            _ => unreachable!("a test passes an object"),
+        }
+    }
+
+    #[test]
+    fn names_round_trip_and_bits_are_distinct() {
+        let mut seen = 0u32;
+        for kw in Kw::ALL {
+            assert_eq!(Kw::of(kw.name()), Some(kw));
+            assert_eq!(seen & kw.bit(), 0, "{kw:?} shares a bit");
+            seen |= kw.bit();
+        }
+        assert_eq!(Kw::of("description"), None);
+    }
+
+    #[test]
+    fn take_removes_and_forgets() {
+        let mut map = keywords(json!({"type": "string", "description": "x", "enum": ["a"]}));
+        assert!(map.has(Kw::Type) && map.has(Kw::Enum) && !map.has(Kw::Const));
+        assert_eq!(map.take(Kw::Enum), Some(json!(["a"])));
+        assert!(!map.has(Kw::Enum));
+        assert_eq!(map.take(Kw::Enum), None);
+        assert_eq!(map.get(Kw::Type), Some(&json!("string")));
+    }
+
+    #[test]
+    fn a_rewrite_rescans() {
+        let mut map = keywords(json!({"allOf": [{"required": ["a"]}]}));
+        map.rewrite(|m| {
+            m.remove("allOf");
+            m.insert("required".to_owned(), json!(["a"]));
+        });
+        assert!(!map.has(Kw::AllOf) && map.has(Kw::Required));
+    }
+}
