@@ -109,6 +109,12 @@ pub enum Event {
         /// Whether "always allow" is a meaningful answer (it is not for a bulk
         /// question: the limit asks even for an allowed tool).
         offer_always: bool,
+        /// Set when a sub-agent asks: which one, and the call it wants to
+        /// make (its `tool_call` is in the sub-agent's own stream). The
+        /// `call_id` is then the sub-agent's id, `::`, and its call's id;
+        /// answer it on the parent like any other.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sub_agent: Option<SubAgentAsk>,
     },
     /// The person answered an approval question.
     ApprovalAnswered {
@@ -167,6 +173,10 @@ pub enum Event {
     Busy {
         /// Whether it is working now.
         busy: bool,
+        /// The work was not started by the person: the model reacts to a
+        /// sub-agent's result on its own.
+        #[serde(default, skip_serializing_if = "is_false")]
+        autonomous: bool,
     },
     /// Token usage of the last model turn.
     Usage {
@@ -212,6 +222,51 @@ pub enum Event {
         /// The host it is sent to; `null` when it stays on this machine.
         host: Option<String>,
     },
+    /// A sub-agent was spawned by the call `call_id` (`spawn_sub_agent`;
+    /// every task of one call shares it). Its own events are in its own
+    /// stream ([`crate::session::ChatSession::sub_agent`]); its final answer
+    /// comes back as a `sub_agent_result` tool call.
+    SubtaskStart {
+        /// The parent's `spawn_sub_agent` call.
+        call_id: String,
+        /// The sub-agent's session id (`{parent}::sub::{n}`).
+        sub_session_id: String,
+        /// The task's short description.
+        description: String,
+    },
+}
+
+/// The sub-agent behind an [`Event::ApprovalNeeded`], and what it wants to
+/// run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SubAgentAsk {
+    /// The sub-agent's session id.
+    pub sub_session_id: String,
+    /// The tool it wants to call.
+    pub tool: String,
+    /// What the tool may do to the world.
+    pub class: ToolClass,
+    /// The arguments, as the sub-agent's model wrote them.
+    pub arguments: Value,
+}
+
+impl SubAgentAsk {
+    /// Sub-agent `sub_session_id` asks to call `tool` (of `class`) with
+    /// `arguments`.
+    pub fn new(
+        sub_session_id: impl Into<String>,
+        tool: impl Into<String>,
+        class: ToolClass,
+        arguments: Value,
+    ) -> Self {
+        Self {
+            sub_session_id: sub_session_id.into(),
+            tool: tool.into(),
+            class,
+            arguments,
+        }
+    }
 }
 
 /// One image of a tool result, as `tool_done` describes it.

@@ -10,6 +10,7 @@ pub mod permissions;
 pub mod registry;
 pub mod session;
 pub mod store;
+pub mod sub_agents;
 pub mod testing;
 pub mod tools;
 pub mod transcript;

@@ -377,6 +377,7 @@ impl SessionRegistry {
         };
         let id = found.meta.id.clone();
         if found.meta.model.model != request.model.model {
+            crate::store::delete_sub_agents(store.as_ref(), &id).await?;
             store.delete(&id).await?;
             let how = OpenedHow::Replaced {
                 old: id,
@@ -456,7 +457,7 @@ impl SessionRegistry {
                 return Ok(());
             }
             live.iter()
-                .filter(|(_, e)| e.meta.keys.is_some() && !e.session.is_busy())
+                .filter(|(_, e)| e.meta.keys.is_some() && e.session.is_settled())
                 .min_by_key(|(_, e)| e.last_used)
                 .map(|(id, _)| id.clone())
         };
@@ -504,10 +505,14 @@ impl SessionRegistry {
     pub async fn end(&self, id: &SessionId) -> Result<bool, RegistryError> {
         let entry = relock(&self.live).remove(id);
         if let Some(entry) = &entry {
-            entry.session.stop();
+            entry.session.stop_with_sub_agents();
         }
         let stored = match &self.store {
-            Some(store) => store.delete(id).await?,
+            Some(store) => {
+                // Its sub-agents' transcripts go with it.
+                crate::store::delete_sub_agents(store.as_ref(), id).await?;
+                store.delete(id).await?
+            }
             None => false,
         };
         Ok(entry.is_some() || stored)
@@ -539,14 +544,14 @@ impl SessionRegistry {
     }
 
     /// Evict every keyed session idle longer than [`RegistryConfig::idle`]
-    /// (busy ones are not idle); returns how many.
+    /// (busy ones, and ones whose sub-agents are at work, are not idle); returns how many.
     pub async fn evict_idle(&self) -> usize {
         let now = Instant::now();
         let idle: Vec<SessionId> = relock(&self.live)
             .iter()
             .filter(|(_, e)| {
                 e.meta.keys.is_some()
-                    && !e.session.is_busy()
+                    && e.session.is_settled()
                     && now.duration_since(e.last_used) >= self.config.idle
             })
             .map(|(id, _)| id.clone())

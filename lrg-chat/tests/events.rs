@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use lrg_chat::Answer;
 use lrg_chat::events::{
-    DeltaKind, Event, EventLog, ImageDescriptor, LAG_LIMIT, LogEntry, SkipReason,
+    DeltaKind, Event, EventLog, ImageDescriptor, LAG_LIMIT, LogEntry, SkipReason, SubAgentAsk,
 };
 use lrg_chat::permissions::{ApprovalReason, Mode, PermissionSettings};
 use lrg_chat::tools::ToolClass;
@@ -118,7 +118,7 @@ async fn live_viewer_sees_deltas_before_the_turn() {
             .await
             .unwrap()
             .unwrap();
-        let end = matches!(entry.event, Event::Busy { busy: false });
+        let end = matches!(entry.event, Event::Busy { busy: false, .. });
         got.push(serde_json::to_value(entry.as_ref()).unwrap());
         if end {
             break;
@@ -273,6 +273,7 @@ fn wire_format_of_every_event() {
                 mode: Mode::AutoRead,
             },
             offer_always: true,
+            sub_agent: None,
         },
         Event::ApprovalNeeded {
             call_id: "c1".into(),
@@ -281,11 +282,13 @@ fn wire_format_of_every_event() {
                 limit: 200,
             },
             offer_always: false,
+            sub_agent: None,
         },
         Event::ApprovalNeeded {
             call_id: "c1".into(),
             reason: ApprovalReason::Rule,
             offer_always: true,
+            sub_agent: None,
         },
         Event::ApprovalAnswered {
             call_id: "c1".into(),
@@ -318,7 +321,10 @@ fn wire_format_of_every_event() {
             kind: lrg_chat::ErrorKind::Auth,
         },
         Event::Stopped,
-        Event::Busy { busy: true },
+        Event::Busy {
+            busy: true,
+            autonomous: false,
+        },
         Event::Usage {
             prompt_tokens: 4_100,
             completion_tokens: 50,
@@ -335,6 +341,28 @@ fn wire_format_of_every_event() {
             summary: "We deleted drafts.".into(),
         },
         Event::Resync,
+        Event::Busy {
+            busy: true,
+            autonomous: true,
+        },
+        Event::SubtaskStart {
+            call_id: "c3".into(),
+            sub_session_id: "0123456789abcdef0123456789abcdef::sub::1".into(),
+            description: "find the drafts".into(),
+        },
+        Event::ApprovalNeeded {
+            call_id: "0123456789abcdef0123456789abcdef::sub::1::call_1_1".into(),
+            reason: ApprovalReason::Mode {
+                mode: Mode::AutoRead,
+            },
+            offer_always: true,
+            sub_agent: Some(SubAgentAsk::new(
+                "0123456789abcdef0123456789abcdef::sub::1",
+                "delete_notes",
+                ToolClass::Destructive,
+                json!({"ids": [3]}),
+            )),
+        },
     ];
     let lines: Vec<String> = events
         .into_iter()

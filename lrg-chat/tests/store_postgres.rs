@@ -222,6 +222,7 @@ async fn postgres_passes_the_conformance_suite() {
     one_writer_at_a_time(&fresh(&server, "lrg_writer").await).await;
     open_calls_are_answered_on_load(&fresh(&server, "lrg_open_calls").await).await;
     ten_thousand_rows(&fresh(&server, "lrg_ten_thousand").await).await;
+    sub_agents_go_with_their_parent(&fresh(&server, "lrg_sub_agents").await).await;
     let bad = PgStore::connect("host=/nonexistent/socket user=x dbname=y").await;
     assert!(bad.is_err());
 }

@@ -39,6 +39,8 @@ pub struct Question<'a> {
     pub reason: &'a ApprovalReason,
     /// Whether "always" is offered.
     pub offer_always: bool,
+    /// The sub-agent that asks, when it is not the chat's own model.
+    pub sub_agent: Option<&'a str>,
 }
 
 impl Approver {
@@ -82,9 +84,14 @@ async fn ask(lines: &Mutex<Lines>, q: &Question<'_>, style: Style) -> Answer {
     loop {
         {
             let mut err = std::io::stderr().lock();
+            let who = q
+                .sub_agent
+                .map(|id| format!("sub-agent {id}: "))
+                .unwrap_or_default();
             let _ = writeln!(
                 err,
-                "{} {}{} ({})",
+                "{}{} {}{} ({})",
+                style.dim(&who),
                 style.bold("? allow"),
                 q.tool,
                 style.dim(&format!(" {}", crate::printer::clip(&args, 300))),

@@ -37,6 +37,7 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
         strict_tools: false,
         saved: &args.saved,
         generation: args.generation.settings(),
+        sub_agents: args.sub_agents,
     })
     .await?;
     let session = ready.session.clone();
@@ -103,7 +104,7 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
                 eprintln!("unknown command {cmd}; /help lists them");
                 continue;
             }
-            text => session.send(text),
+            text => send_after_reactions(&session, text).await,
         };
         let handle = match started {
             Ok(h) => h,
@@ -121,6 +122,11 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
                 style.dim("(the step limit ran out before a final answer; say how to go on)")
             );
         }
+    }
+    // Sub-agents still at work answer, and the model reacts, before the chat
+    // ends (Ctrl-C stops them).
+    if args.sub_agents {
+        session.wait_settled().await;
     }
     running.finish(&session).await;
     drop(ctrl_c);
@@ -178,4 +184,19 @@ async fn switch(
         eprintln!("This conversation is sent to {host}");
     }
     Ok(())
+}
+
+/// Send `text`, after any turn the model is taking on its own to react to a
+/// sub-agent's answer (the person's own messages are awaited in the loop, so
+/// that is the only work that can be running here).
+async fn send_after_reactions(
+    session: &lrg_chat::ChatSession,
+    text: &str,
+) -> Result<TurnHandle, SessionError> {
+    loop {
+        match session.send(text) {
+            Err(SessionError::Busy) => session.wait_idle().await,
+            other => return other,
+        }
+    }
 }

@@ -231,6 +231,9 @@ pub struct RunArgs {
     /// Model turns allowed for the message
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
+    /// Let the model delegate tasks to sub-agents that work in the background (4 at a time)
+    #[arg(long)]
+    pub sub_agents: bool,
     /// Write the final reply to FILE
     #[arg(long, value_name = "FILE")]
     pub output_last_message: Option<PathBuf>,
@@ -261,6 +264,9 @@ pub struct ChatArgs {
     /// Model turns allowed per message
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
+    /// Let the model delegate tasks to sub-agents that work in the background (4 at a time)
+    #[arg(long)]
+    pub sub_agents: bool,
     /// Record every model request and answer to FILE
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,

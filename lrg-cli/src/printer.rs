@@ -197,16 +197,29 @@ impl Printer {
             call_id,
             reason,
             offer_always,
+            sub_agent,
         } = &entry.event
         {
             let call = self.calls.0.get(call_id);
             let null = Value::Null;
-            let question = Question {
-                tool: call.map_or("?", |c| c.tool.as_str()),
-                class: call.map(|c| c.class),
-                arguments: call.map_or(&null, |c| &c.arguments),
-                reason,
-                offer_always: *offer_always,
+            // A sub-agent's call is not in this stream: its label says.
+            let question = match sub_agent {
+                Some(ask) => Question {
+                    tool: ask.tool.as_str(),
+                    class: Some(ask.class),
+                    arguments: &ask.arguments,
+                    reason,
+                    offer_always: *offer_always,
+                    sub_agent: Some(ask.sub_session_id.as_str()),
+                },
+                None => Question {
+                    tool: call.map_or("?", |c| c.tool.as_str()),
+                    class: call.map(|c| c.class),
+                    arguments: call.map_or(&null, |c| &c.arguments),
+                    reason,
+                    offer_always: *offer_always,
+                    sub_agent: None,
+                },
             };
             // A stop withdraws the question (the session denies it): stop
             // asking then, or a person would be left answering nothing.
@@ -278,6 +291,19 @@ impl Output for Human {
                     err.bold("→"),
                     err.dim(&clip(&args, 200)),
                     err.dim(&format!("[{}]", class_name(*class)))
+                );
+            }
+            Event::SubtaskStart {
+                sub_session_id,
+                description,
+                ..
+            } => {
+                self.finish_line();
+                eprintln!(
+                    "{} sub-agent {} {}",
+                    err.bold("⇉"),
+                    err.dim(sub_session_id),
+                    description
                 );
             }
             Event::ApprovalAnswered { call_id, answer } => {

@@ -26,6 +26,7 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
         strict_tools: true,
         saved: &args.saved,
         generation: args.generation.settings(),
+        sub_agents: args.sub_agents,
     })
     .await?;
     let session = ready.session.clone();
@@ -54,6 +55,11 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
             },
         },
     };
+    let outcome = if args.sub_agents {
+        settle(&session, outcome).await
+    } else {
+        outcome
+    };
     running.finish(&session).await;
     drop(ctrl_c);
     ready.host.shutdown().await;
@@ -73,4 +79,21 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
         TurnOutcome::Failed { .. } => Ok(Exit::Failed),
         _ => Ok(Exit::Stopped),
     }
+}
+
+/// With sub-agents, the run ends when they have all answered and the model
+/// has reacted to each: the final answer is the last reaction's.
+async fn settle(session: &lrg_chat::ChatSession, outcome: TurnOutcome) -> TurnOutcome {
+    session.wait_settled().await;
+    let TurnOutcome::Completed { text } = outcome else {
+        return outcome;
+    };
+    let last = session
+        .history()
+        .iter()
+        .rev()
+        .find(|m| m.role == lrg_providers::Role::Assistant && m.tool_calls().next().is_none())
+        .map(|m| m.text())
+        .unwrap_or(text);
+    TurnOutcome::Completed { text: last }
 }

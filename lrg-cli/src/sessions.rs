@@ -294,6 +294,10 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
 
 async fn rm(store: &dyn SessionStore, key: &str) -> Result<Exit, CliError> {
     let found = find(store, key).await?;
+    // Its sub-agents' transcripts go with it.
+    lrg_chat::store::delete_sub_agents(store, &found.meta.id)
+        .await
+        .map_err(store_error)?;
     store.delete(&found.meta.id).await.map_err(store_error)?;
     eprintln!("deleted kept chat {key}");
     Ok(Exit::Replied)

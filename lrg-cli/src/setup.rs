@@ -36,6 +36,8 @@ pub struct SessionFlags<'a> {
     pub saved: &'a SessionArgs,
     /// `--temperature`, `--max-tokens`, `--top-p`, `--seed`, `--stop`.
     pub generation: GenerationSettings,
+    /// `--sub-agents`.
+    pub sub_agents: bool,
 }
 
 /// A session ready to take messages.
@@ -161,6 +163,7 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     let max_steps = flags.max_steps;
     let local_only = flags.model.local_only;
     let generation = flags.generation;
+    let sub_agents = flags.sub_agents;
     let model_source = source.clone();
     let builder = move || {
         let mut builder = ChatSession::builder(model_source.clone())
@@ -174,6 +177,9 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
         }
         if let Some(steps) = max_steps {
             builder = builder.max_steps(steps as usize);
+        }
+        if sub_agents {
+            builder = builder.sub_agents(lrg_chat::sub_agents::SubAgents::default());
         }
         builder
     };

@@ -30,7 +30,8 @@ impl CtrlC {
                     eprintln!("\nlrg: exiting");
                     std::process::exit(Exit::Stopped as i32);
                 }
-                session.stop();
+                // Sub-agents too: Ctrl-C means stop everything.
+                session.stop_with_sub_agents();
                 eprintln!("\nlrg: stopping (Ctrl-C again to exit now)");
             }
         });

@@ -750,3 +750,86 @@ fn llama_model_without_the_engine_says_how_to_get_it() {
     );
     assert!(!r.stderr.contains("panicked"), "{r:?}");
 }
+
+// ---------------------------------------------------------------- sub-agents
+
+/// The parent spawns one sub-agent; its turn and the sub-agent's first race
+/// for the next two script turns, so both are plain replies; the last turn
+/// is the parent's reaction to the sub-agent's answer.
+const SUB_AGENT_SCRIPT: &str = r#"[
+  {"calls": [{"name": "spawn_sub_agent", "arguments": {"tasks": [{"description": "count the notes", "prompt": "How many notes are there?"}]}}]},
+  {"text": "Working on it."},
+  {"text": "Working on it."},
+  {"text": "The helper is done."}
+]"#;
+
+#[test]
+fn run_with_sub_agents_waits_for_them_and_the_reaction() {
+    let env = Env::new();
+    env.file("s.json", SUB_AGENT_SCRIPT);
+    let r = ran(env.lrg().args([
+        "run",
+        "--json",
+        "--sub-agents",
+        "--model",
+        "script:s.json",
+        "--output-last-message",
+        "last.txt",
+        "count my notes in the background",
+    ]));
+    assert_eq!(r.code, 0, "{r:?}");
+    let events: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect(l))
+        .collect();
+    let of_type = |t: &str| events.iter().filter(|e| e["type"] == t).collect::<Vec<_>>();
+    let start = of_type("subtask_start");
+    assert_eq!(start.len(), 1, "{r:?}");
+    assert_eq!(start[0]["description"], "count the notes");
+    let sub_id = start[0]["sub_session_id"].as_str().unwrap();
+    assert!(sub_id.ends_with("::sub::1"), "{sub_id}");
+    let result = of_type("tool_call")
+        .into_iter()
+        .find(|e| e["tool"] == "sub_agent_result")
+        .expect("the answer came back as a sub_agent_result call");
+    assert_eq!(result["arguments"]["sub_session_id"], sub_id);
+    assert!(
+        of_type("busy").iter().any(|e| e["autonomous"] == true),
+        "the reaction is an autonomous turn: {r:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("last.txt")).unwrap(),
+        "The helper is done."
+    );
+}
+
+#[test]
+fn without_sub_agents_the_tool_is_not_offered() {
+    let env = Env::new();
+    env.file("s.json", SUB_AGENT_SCRIPT);
+    let r = ran(env
+        .lrg()
+        .args(["run", "--json", "--model", "script:s.json", "hi"]));
+    assert!(
+        r.stdout
+            .contains(r#""type":"tool_skipped","call_id":"call_1_1","reason":"unknown_tool""#),
+        "{r:?}"
+    );
+    assert!(!r.stdout.contains("subtask_start"), "{r:?}");
+}
+
+#[test]
+fn chat_with_sub_agents_shows_them_and_waits_for_them_at_the_end() {
+    let env = Env::new();
+    env.file("s.json", SUB_AGENT_SCRIPT);
+    let r = ran(env
+        .lrg()
+        .args(["chat", "--sub-agents", "--model", "script:s.json"])
+        .write_stdin("count my notes in the background\n"));
+    assert_eq!(r.code, 0, "{r:?}");
+    // The sub-agent's own reply is in its stream, not the chat's.
+    assert_eq!(r.stdout, "Working on it.\nThe helper is done.\n", "{r:?}");
+    assert!(r.stderr.contains("::sub::1 count the notes"), "{r:?}");
+    assert!(r.stderr.contains("→ sub_agent_result"), "{r:?}");
+}

@@ -289,6 +289,7 @@ fn offers_always(chat: &LiveChat, call_id: &str) -> bool {
                 call_id: c,
                 offer_always,
                 reason,
+                ..
             } if c == call_id => {
                 Some(*offer_always && !matches!(reason, ApprovalReason::Bulk { .. }))
             }

@@ -103,10 +103,17 @@ pub(super) async fn handle_call(
     });
     // A running tool is not interrupted: the token only tells it not to
     // start anything further.
-    let output = shared
-        .tools
-        .call(&call.name, call.arguments.clone(), cancel.clone())
-        .await;
+    let output = match &shared.sub_agents {
+        Some(manager) if crate::sub_agents::tools::is_own(&call.name) => {
+            crate::sub_agents::tools::call(manager, shared, call).await
+        }
+        _ => {
+            shared
+                .tools
+                .call(&call.name, call.arguments.clone(), cancel.clone())
+                .await
+        }
+    };
     if let Some(warning) = &output.warning {
         shared.publish(Event::Warning {
             message: warning.clone(),
@@ -146,6 +153,7 @@ async fn ask(
             call_id: call.id.clone(),
             reason,
             offer_always,
+            sub_agent: None,
         });
     }
     let answer = tokio::select! {

@@ -18,6 +18,7 @@
 
 mod calls;
 mod compact;
+mod delegate;
 mod history;
 mod locality;
 mod persist;
@@ -47,8 +48,12 @@ use crate::permissions::{
     Answer, LongestIdArray, PermissionSettings, Permissions, SaveStatus, TargetCounter,
 };
 use crate::store::{SessionId, SessionStore, StoredSession};
+use crate::sub_agents::SubAgents;
 use crate::tools::{ToolOutput, Tools, ToolsError};
 
+pub(crate) use delegate::{
+    Kept, deliver, publish, store_of, sub_agent_manager, sub_agent_session, user_message_count,
+};
 pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
 pub use switch::{SwitchCheck, SwitchableModel};
 
@@ -213,6 +218,7 @@ pub struct ChatSessionBuilder {
     local_only: bool,
     store: Option<(Arc<dyn SessionStore>, SessionId)>,
     resumed: Option<StoredSession>,
+    sub_agents: Option<SubAgents>,
 }
 
 impl ChatSessionBuilder {
@@ -222,6 +228,14 @@ impl ChatSessionBuilder {
     /// value fails the message with a `config` error naming it.
     pub fn generation(mut self, settings: GenerationSettings) -> Self {
         self.config.generation = settings;
+        self
+    }
+
+    /// Let the model delegate tasks to sub-agents within `limits` (default
+    /// off): it is offered `spawn_sub_agent`, `list_sub_agents` and
+    /// `read_sub_agent`. See [`crate::sub_agents`].
+    pub fn sub_agents(mut self, limits: SubAgents) -> Self {
+        self.sub_agents = Some(limits);
         self
     }
 
@@ -312,8 +326,15 @@ impl ChatSessionBuilder {
     pub fn build(self) -> ChatSession {
         let saved = self.resumed.as_ref().map_or(0, |r| r.rows.len());
         let generation_settings = self.config.generation.clone();
+        let parent_id = self
+            .store
+            .as_ref()
+            .map_or_else(SessionId::random, |(_, id)| id.clone());
+        let limits = self.sub_agents;
         let session = ChatSession {
-            shared: Arc::new(Shared {
+            shared: Arc::new_cyclic(|weak| Shared {
+                sub_agents: limits
+                    .map(|l| crate::sub_agents::Manager::new(l, weak.clone(), parent_id)),
                 config: self.config,
                 models: self.models,
                 tools: self.tools,
@@ -350,6 +371,8 @@ pub(crate) struct Shared {
     /// Whether cloud models are refused (see [`ChatSession::set_local_only`]).
     local_only: AtomicBool,
     persister: Option<persist::Persister>,
+    /// Its sub-agents, when they are on.
+    sub_agents: Option<crate::sub_agents::Manager>,
 }
 
 #[derive(Default)]
@@ -432,6 +455,7 @@ impl ChatSession {
             local_only: false,
             store: None,
             resumed: None,
+            sub_agents: None,
         }
     }
 
@@ -524,7 +548,8 @@ impl ChatSession {
     }
 
     /// Empty the conversation. A cleared chat is a new chat: tools allowed
-    /// "for this chat" ask again (rules saved with "always" stay).
+    /// "for this chat" ask again (rules saved with "always" stay), and its
+    /// sub-agents are stopped, forgotten and deleted from the store.
     pub fn clear(&self) -> Result<(), SessionError> {
         let mut state = self.shared.lock();
         if state.running.is_some() {
@@ -536,6 +561,20 @@ impl ChatSession {
         state.chat_allowed.clear();
         self.shared.publish(Event::Cleared);
         drop(state);
+        if let Some(manager) = &self.shared.sub_agents {
+            manager.clear();
+            // Their transcripts go with the parent's.
+            if let (Some((store, id)), Ok(runtime)) = (
+                delegate::store_of(&self.shared),
+                tokio::runtime::Handle::try_current(),
+            ) {
+                runtime.spawn(async move {
+                    if let Err(e) = crate::store::delete_sub_agents(store.as_ref(), &id).await {
+                        tracing::warn!("cannot delete the sub-agents of {id}: {e}");
+                    }
+                });
+            }
+        }
         // Wiped in the store now, not at the next message.
         if self.shared.persister.is_some()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
@@ -549,12 +588,28 @@ impl ChatSession {
     fn start(
         &self,
         runtime: &tokio::runtime::Handle,
+        state: MutexGuard<'_, State>,
+        work: Work,
+    ) -> TurnHandle {
+        self.start_as(runtime, state, work, false)
+    }
+
+    /// Start `work` as a task, with the state locked by the caller (who
+    /// checked that nothing runs). `autonomous`: not started by the person (a
+    /// turn to react to a sub-agent's result).
+    fn start_as(
+        &self,
+        runtime: &tokio::runtime::Handle,
         mut state: MutexGuard<'_, State>,
         work: Work,
+        autonomous: bool,
     ) -> TurnHandle {
         let cancel = CancellationToken::new();
         state.running = Some(cancel.clone());
-        self.shared.publish(Event::Busy { busy: true });
+        self.shared.publish(Event::Busy {
+            busy: true,
+            autonomous,
+        });
         drop(state);
         let shared = self.shared.clone();
         let task = runtime.spawn(async move {
@@ -590,6 +645,7 @@ impl ChatSession {
                 }
             };
             finish(&shared, &outcome, note_stop);
+            delegate::after_work(&shared, &outcome);
             persist::save(&shared).await;
             outcome
         });
@@ -600,20 +656,42 @@ impl ChatSession {
     /// approvals are denied, nothing new starts, and a tool already running
     /// finishes and has its result recorded. Returns whether anything was
     /// running.
+    ///
+    /// Queued sub-agents are stopped too (they never start); running ones
+    /// go on, and their answers still come back
+    /// ([`ChatSession::stop_with_sub_agents`] stops them as well).
     pub fn stop(&self) -> bool {
+        let queued = self
+            .shared
+            .sub_agents
+            .as_ref()
+            .map_or(0, |m| m.stop_queued());
         let state = self.shared.lock();
         match &state.running {
             Some(cancel) => {
                 cancel.cancel();
                 true
             }
-            None => false,
+            None => queued > 0,
         }
     }
 
     /// Answer the approval question of tool call `call_id`.
+    /// A sub-agent's question (its call id prefixed with the sub-agent's
+    /// id) is passed on to it.
     pub fn answer_approval(&self, call_id: &str, answer: Answer) -> Result<(), SessionError> {
         let sender = self.shared.lock().approvals.remove(call_id);
+        if sender.is_none()
+            && let Some((sub, sub_call)) = self
+                .shared
+                .sub_agents
+                .as_ref()
+                .and_then(|m| m.route_approval(call_id))
+        {
+            return sub
+                .answer_approval(&sub_call, answer)
+                .map_err(|_| SessionError::NoSuchApproval(call_id.to_string()));
+        }
         match sender {
             Some(sender) => sender
                 .send(answer)
@@ -623,8 +701,12 @@ impl ChatSession {
     }
 
     /// Call ids of the approval questions now waiting.
+    /// Sub-agents' questions are included, under their prefixed ids.
     pub fn pending_approvals(&self) -> Vec<String> {
         let mut ids: Vec<_> = self.shared.lock().approvals.keys().cloned().collect();
+        if let Some(manager) = &self.shared.sub_agents {
+            ids.extend(manager.pending_approvals());
+        }
         ids.sort();
         ids
     }
@@ -717,5 +799,8 @@ fn finish(shared: &Shared, outcome: &TurnOutcome, note_stop: bool) {
     // the loop removes its own question when it stops waiting).
     state.approvals.clear();
     state.running = None;
-    shared.publish(Event::Busy { busy: false });
+    shared.publish(Event::Busy {
+        busy: false,
+        autonomous: false,
+    });
 }

@@ -45,6 +45,10 @@ impl Persister {
         &self.id
     }
 
+    pub(crate) fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
+
     pub(crate) async fn is_saving(&self) -> bool {
         !self.progress.lock().await.failed
     }

@@ -42,7 +42,7 @@ pub(super) async fn run_message(
             Err(failure) => return failed(shared, failure),
         };
         let info = model.info();
-        let specs = match shared.tools.list().await {
+        let mut specs = match shared.tools.list().await {
             Ok(specs) => specs,
             Err(e) => {
                 shared.publish(Event::Warning {
@@ -52,6 +52,9 @@ pub(super) async fn run_message(
                 Vec::new()
             }
         };
+        if shared.sub_agents.is_some() {
+            specs = crate::sub_agents::tools::with_own(specs);
+        }
         let settings = shared.permissions.settings();
         let offered: Vec<_> = specs
             .iter()

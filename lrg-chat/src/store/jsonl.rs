@@ -1,6 +1,6 @@
 //! [`JsonlStore`]: one JSON-lines file per session, the embedded default.
 //!
-//! `<dir>/<id>.jsonl` holds a header line (`{"lrg_session":1,"id":…}`), then
+//! `<dir>/<id>.jsonl` (a sub-agent's `::` written `.`) holds a header line (`{"lrg_session":1,"id":…}`), then
 //! one line per history row (`{"row":{…}}`) and, after each step's rows, the
 //! state (`{"state":{…}}`). A step is one `write_all` followed by
 //! `sync_data`, so a crash costs at most a torn last line, which a load drops
@@ -111,11 +111,11 @@ impl JsonlStore {
 
     /// The file that holds session `id`.
     pub fn path_of(&self, id: &SessionId) -> PathBuf {
-        self.dir.join(format!("{id}.jsonl"))
+        self.dir.join(format!("{}.jsonl", id.file_stem()))
     }
 
     fn lock_path(&self, id: &SessionId) -> PathBuf {
-        self.dir.join(format!("{id}.lock"))
+        self.dir.join(format!("{}.lock", id.file_stem()))
     }
 
     fn writer(&self, id: &SessionId) -> Result<Arc<AsyncMutex<Writer>>, StoreError> {

@@ -43,10 +43,15 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Default for how many history rows a resume keeps ([`trim_start`]).
 pub const RESUME_ROWS: usize = 64;
 
-/// A session's id: 32 lowercase hex digits, safe in a file name and a URL.
+/// A session's id: 32 lowercase hex digits, safe in a file name and a URL;
+/// a sub-agent's is its parent's followed by `::sub::<n>`
+/// ([`SessionId::sub_agent`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct SessionId(String);
+
+/// What separates a parent's id from its sub-agent's number.
+const SUB_MARK: &str = "::sub::";
 
 impl SessionId {
     /// A new random id.
@@ -58,6 +63,26 @@ impl SessionId {
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The id of this session's sub-agent number `n`: `{self}::sub::{n}`.
+    /// Sub-agents are one level deep, so the id of a sub-agent's sub-agent
+    /// is its parent's.
+    pub fn sub_agent(&self, n: u64) -> Self {
+        let top = self.parent().unwrap_or_else(|| self.clone());
+        Self(format!("{top}{SUB_MARK}{n}"))
+    }
+
+    /// The session that spawned this one, when it is a sub-agent.
+    pub fn parent(&self) -> Option<SessionId> {
+        let (parent, _) = self.0.split_once(SUB_MARK)?;
+        Some(Self(parent.to_string()))
+    }
+
+    /// The id as part of a file name: the `::` of a sub-agent's id, which
+    /// some file systems refuse, become `.`.
+    pub fn file_stem(&self) -> String {
+        self.0.replace("::", ".")
     }
 }
 
@@ -71,11 +96,22 @@ impl std::str::FromStr for SessionId {
     type Err = StoreError;
 
     fn from_str(s: &str) -> Result<Self, StoreError> {
-        // Only what `random` makes: an id also names a file.
-        if s.len() == 32
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
+        // Only what `random` and `sub_agent` make: an id also names a file.
+        let top = |t: &str| {
+            t.len() == 32
+                && t.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        };
+        let ok = match s.split_once(SUB_MARK) {
+            None => top(s),
+            Some((parent, n)) => {
+                top(parent)
+                    && !n.is_empty()
+                    && n.len() <= 20
+                    && n.bytes().all(|b| b.is_ascii_digit())
+            }
+        };
+        if ok {
             Ok(Self(s.to_string()))
         } else {
             Err(StoreError::BadId(s.chars().take(80).collect()))
@@ -260,7 +296,9 @@ impl ListFilter {
 #[non_exhaustive]
 pub enum StoreError {
     /// Not a session id.
-    #[error("`{0}` is not a session id (32 lowercase hex digits)")]
+    #[error(
+        "`{0}` is not a session id (32 lowercase hex digits, or a sub-agent's: that and `::sub::<n>`)"
+    )]
     BadId(String),
     /// No session with that id.
     #[error("no stored session `{0}`")]
@@ -384,6 +422,25 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
             Ok(self.list(&filter).await?.into_iter().next())
         })
     }
+}
+
+/// Delete the stored sub-agents of session `parent` (see
+/// [`SessionId::sub_agent`]); returns how many there were. Used when the
+/// parent is cleared or deleted: a sub-agent's transcript is kept only as
+/// long as its parent.
+pub async fn delete_sub_agents(
+    store: &dyn SessionStore,
+    parent: &SessionId,
+) -> Result<usize, StoreError> {
+    let mut deleted = 0;
+    for summary in store.list(&ListFilter::all()).await? {
+        if summary.meta.id.parent().as_ref() == Some(parent)
+            && store.delete(&summary.meta.id).await?
+        {
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
 }
 
 /// The text given to a call a crash left without a result.

@@ -359,8 +359,14 @@ async fn answer_approvals(session: ChatSession, answers: Vec<ApprovalAnswer>) {
             Event::ToolCall { call_id, tool, .. } => {
                 tools.insert(call_id.clone(), tool.clone());
             }
-            Event::ApprovalNeeded { call_id, .. } => {
-                let tool = tools.get(call_id).map_or("", String::as_str);
+            Event::ApprovalNeeded {
+                call_id, sub_agent, ..
+            } => {
+                // A sub-agent's call is not in this stream: the label says.
+                let tool = match sub_agent {
+                    Some(ask) => ask.tool.as_str(),
+                    None => tools.get(call_id).map_or("", String::as_str),
+                };
                 let answer = answers
                     .iter()
                     .position(|a| a.tool == tool)

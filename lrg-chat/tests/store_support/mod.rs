@@ -170,6 +170,54 @@ pub async fn list_and_find_by_keys(backend: &dyn Backend) {
     assert!(within(store.find(&nobody)).await.unwrap().is_none());
 }
 
+/// Sub-agents are kept under their own ids (`{parent}::sub::{n}`), listed
+/// like any session, and deleted with their parent, open or released.
+pub async fn sub_agents_go_with_their_parent(backend: &dyn Backend) {
+    let store = backend.store();
+    let parent = meta();
+    let other = meta();
+    let mut subs = Vec::new();
+    for (owner, n) in [(&parent, 1), (&parent, 2), (&other, 1)] {
+        let mut m = meta();
+        m.id = owner.id.sub_agent(n);
+        subs.push(m);
+    }
+    for m in [&parent, &other].into_iter().chain(&subs) {
+        within(store.create(m)).await.unwrap();
+        within(store.append(&m.id, &exchange("x", 1), &state(1)))
+            .await
+            .unwrap();
+    }
+    // One released, one still open for writing.
+    within(store.release(&subs[0].id)).await;
+    let loaded = within(store.load(&subs[0].id)).await.unwrap();
+    assert_eq!(loaded.meta.id, subs[0].id);
+    assert_eq!(loaded.rows.len(), 4);
+    let listed = within(store.list(&ListFilter::all())).await.unwrap();
+    assert_eq!(listed.len(), 5);
+    let deleted = within(lrg_chat::store::delete_sub_agents(
+        store.as_ref(),
+        &parent.id,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(deleted, 2);
+    for sub in &subs[..2] {
+        assert!(matches!(
+            within(store.load(&sub.id)).await,
+            Err(StoreError::NotFound(_))
+        ));
+    }
+    assert!(
+        within(store.load(&subs[2].id)).await.is_ok(),
+        "another parent's"
+    );
+    assert!(
+        within(store.load(&parent.id)).await.is_ok(),
+        "the parent itself"
+    );
+}
+
 pub async fn concurrent_appends(backend: &dyn Backend) {
     let store = backend.store();
     let meta = meta();
@@ -386,7 +434,8 @@ macro_rules! conformance_suite {
         $crate::conformance_suite!(@tests $make;
             round_trip_every_part, list_and_find_by_keys, concurrent_appends,
             delete_during_append, rewrite_replaces, resume_trims_keeping_calls_paired,
-            one_writer_at_a_time, open_calls_are_answered_on_load, ten_thousand_rows);
+            one_writer_at_a_time, open_calls_are_answered_on_load, ten_thousand_rows,
+            sub_agents_go_with_their_parent);
     };
     (@tests $make:path; $($check:ident),*) => {
         $(

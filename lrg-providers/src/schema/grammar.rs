@@ -1,7 +1,7 @@
 //! [`grammar_schema`]: the schema both grammar engines (llguidance, XGrammar)
 //! constrain a local model's arguments with.
 
-use std::cell::OnceCell;
+use std::cell::RefCell;
 
 use serde_json::{Map, Value, json};
 
@@ -9,7 +9,7 @@ use super::error::{SchemaError, json_type};
 use super::keyword_map::{KeywordMap, Kw};
 use super::merge::{Fold, distribute_properties, fold_all_of};
 use super::path::{Path, check_schema_depth};
-use super::refs::inline_refs;
+use super::refs::inline_refs_if_any;
 use super::validate::{non_negative, require_root_object, string_list, type_names};
 
 /// Shapes a tool's input schema for a grammar engine.
@@ -36,12 +36,13 @@ use super::validate::{non_negative, require_root_object, string_list, type_names
 /// objects and capping strings narrow it.
 pub fn grammar_schema(schema: &Value, max_string_len: u32) -> Result<Value, SchemaError> {
     require_root_object(schema)?;
-    let inlined = inline_refs(schema)?;
+    // Read, never consumed: the output is built from what the grammar keeps,
+    // so the descriptions and the rest are neither copied nor freed.
+    let inlined = inline_refs_if_any(schema)?;
     let shaper = Shaper {
         cap: u64::from(max_string_len),
-        any: OnceCell::new(),
     };
-    shaper.shape(inlined, &Path::ROOT, 0, Position::Root)
+    shaper.shape(&inlined, &Path::ROOT, 0, Position::Root)
 }
 
 /// Where a subschema sits, which decides how it is closed.
@@ -67,15 +68,12 @@ struct ObjectContext {
 
 struct Shaper {
     cap: u64,
-    /// [`Shaper::any_value`], built once: copying a map is several times
-    /// cheaper than building it key by key.
-    any: OnceCell<Value>,
 }
 
 impl Shaper {
     fn shape(
         &self,
-        node: Value,
+        node: &Value,
         path: &Path<'_>,
         depth: usize,
         position: Position,
@@ -83,29 +81,32 @@ impl Shaper {
         check_schema_depth(depth, path)?;
         match node {
             Value::Bool(true) if position != Position::Branch => Ok(self.any_value()),
-            Value::Bool(accepts) => Ok(Value::Bool(accepts)),
+            Value::Bool(accepts) => Ok(Value::Bool(*accepts)),
             Value::Object(map) => self.object(map, path, depth, position),
             other => Err(SchemaError::NotAnObject {
                 path: path.render(),
-                found: json_type(&other),
+                found: json_type(other),
             }),
         }
     }
 
     fn object(
         &self,
-        map: Map<String, Value>,
+        map: &Map<String, Value>,
         path: &Path<'_>,
         depth: usize,
         position: Position,
     ) -> Result<Value, SchemaError> {
         let mut map = KeywordMap::new(map);
         let distributable = map.has(Kw::Properties) && (map.has(Kw::AnyOf) != map.has(Kw::OneOf));
+        let folded;
         if map.has(Kw::AllOf) || distributable {
-            map.rewrite(|map| {
-                fold_all_of(map, Fold::Exact);
-                distribute_properties(map);
-            });
+            // The rare object whose parts merge is copied to be rewritten.
+            let mut owned = map.source().clone();
+            fold_all_of(&mut owned, Fold::Exact);
+            distribute_properties(&mut owned);
+            folded = owned;
+            map = KeywordMap::new(&folded);
         }
 
         let mut types = map
@@ -139,13 +140,13 @@ impl Shaper {
                 return Err(invalid(
                     path,
                     "enum",
-                    format!("must be an array, found {}", json_type(&values)),
+                    format!("must be an array, found {}", json_type(values)),
                 ));
             }
-            out.insert("enum".to_owned(), values);
+            out.insert("enum".to_owned(), values.clone());
         }
         if let Some(value) = map.take(Kw::Const) {
-            out.insert("const".to_owned(), value);
+            out.insert("const".to_owned(), value.clone());
         }
 
         if allows("object") {
@@ -221,7 +222,7 @@ impl Shaper {
 
     fn object_keywords(
         &self,
-        map: &mut KeywordMap,
+        map: &mut KeywordMap<'_>,
         out: &mut Map<String, Value>,
         path: &Path<'_>,
         depth: usize,
@@ -238,8 +239,8 @@ impl Shaper {
                 let at = path.key("properties");
                 let mut shaped = Map::new();
                 for (name, schema) in properties {
-                    let value = self.shape(schema, &at.key(&name), depth + 1, Position::Value)?;
-                    shaped.insert(name, value);
+                    let value = self.shape(schema, &at.key(name), depth + 1, Position::Value)?;
+                    shaped.insert(name.clone(), value);
                 }
                 Some(shaped)
             }
@@ -247,13 +248,13 @@ impl Shaper {
                 return Err(invalid(
                     path,
                     "properties",
-                    format!("must be an object, found {}", json_type(&other)),
+                    format!("must be an object, found {}", json_type(other)),
                 ));
             }
         };
         let mut undeclared = Vec::new();
         if let Some(required) = map.take(Kw::Required) {
-            let names = string_list(&required, path, "required")?;
+            let names = string_list(required, path, "required")?;
             if let Some(properties) = &properties {
                 undeclared.extend(
                     names
@@ -263,7 +264,7 @@ impl Shaper {
                 );
             }
             if !names.is_empty() {
-                out.insert("required".to_owned(), required);
+                out.insert("required".to_owned(), required.clone());
             }
         }
         let additional = map.take(Kw::AdditionalProperties);
@@ -273,7 +274,7 @@ impl Shaper {
             let value = match &additional {
                 Some(Value::Bool(false)) => None,
                 Some(schema @ Value::Object(_)) => Some(self.shape(
-                    schema.clone(),
+                    schema,
                     &path.key("additionalProperties"),
                     depth + 1,
                     Position::Value,
@@ -315,7 +316,7 @@ impl Shaper {
                 return Err(invalid(
                     path,
                     "additionalProperties",
-                    format!("must be a schema, found {}", json_type(&other)),
+                    format!("must be a schema, found {}", json_type(other)),
                 ));
             }
         };
@@ -325,7 +326,7 @@ impl Shaper {
 
     fn array_keywords(
         &self,
-        map: &mut KeywordMap,
+        map: &mut KeywordMap<'_>,
         out: &mut Map<String, Value>,
         path: &Path<'_>,
         depth: usize,
@@ -342,12 +343,12 @@ impl Shaper {
                 return Err(invalid(
                     path,
                     "prefixItems",
-                    format!("must be an array, found {}", json_type(&prefix)),
+                    format!("must be an array, found {}", json_type(prefix)),
                 ));
             };
             let at = path.key("prefixItems");
             let mut shaped = Vec::with_capacity(parts.len());
-            for (index, part) in parts.into_iter().enumerate() {
+            for (index, part) in parts.iter().enumerate() {
                 shaped.push(self.shape(part, &at.index(index), depth + 1, Position::Value)?);
             }
             out.insert("prefixItems".to_owned(), Value::Array(shaped));
@@ -371,7 +372,7 @@ impl Shaper {
     /// Shapes the parts of `anyOf`, `oneOf` or `allOf`.
     fn branches(
         &self,
-        value: Value,
+        value: &Value,
         path: &Path<'_>,
         keyword: &str,
         depth: usize,
@@ -380,7 +381,7 @@ impl Shaper {
             return Err(SchemaError::InvalidKeyword {
                 path: path.render(),
                 keyword: keyword.to_owned(),
-                reason: format!("must be an array of schemas, found {}", json_type(&value)),
+                reason: format!("must be an array of schemas, found {}", json_type(value)),
             });
         };
         if parts.is_empty() {
@@ -391,7 +392,7 @@ impl Shaper {
             });
         }
         let mut shaped = Vec::with_capacity(parts.len());
-        for (index, part) in parts.into_iter().enumerate() {
+        for (index, part) in parts.iter().enumerate() {
             let part = self.shape(part, &path.index(index), depth + 1, Position::Branch)?;
             match part {
                 // An alternative that is only alternatives joins this list
@@ -412,20 +413,28 @@ impl Shaper {
     /// Any JSON value, two levels deep at most, every string capped: what an
     /// unconstrained argument becomes (a grammar cannot recurse without bound).
     fn any_value(&self) -> Value {
-        self.any
-            .get_or_init(|| {
+        thread_local! {
+            // Built once per string cap: copying a map is several times
+            // cheaper than building it through `json!`.
+            static ANY: RefCell<Option<(u64, Value)>> = const { RefCell::new(None) };
+        }
+        ANY.with_borrow_mut(|any| match any {
+            Some((cap, value)) if *cap == self.cap => value.clone(),
+            _ => {
                 let scalar = json!({
                     "type": ["string", "number", "boolean", "null"],
                     "maxLength": self.cap,
                 });
-                json!({
+                let value = json!({
                     "type": ["string", "number", "boolean", "null", "array", "object"],
                     "maxLength": self.cap,
                     "items": scalar,
                     "additionalProperties": scalar,
-                })
-            })
-            .clone()
+                });
+                *any = Some((self.cap, value.clone()));
+                value
+            }
+        })
     }
 }
 

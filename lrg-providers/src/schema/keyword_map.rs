@@ -87,20 +87,25 @@ impl Kw {
     }
 }
 
-/// A schema object and which tracked keywords it has.
-pub(crate) struct KeywordMap {
-    map: Map<String, Value>,
+/// A schema object and which tracked keywords it has (and has not read yet).
+pub(crate) struct KeywordMap<'m> {
+    map: &'m Map<String, Value>,
     present: u32,
 }
 
-impl KeywordMap {
+impl<'m> KeywordMap<'m> {
     /// Scans `map`'s keys once.
-    pub(crate) fn new(map: Map<String, Value>) -> Self {
+    pub(crate) fn new(map: &'m Map<String, Value>) -> Self {
         let present = map
             .keys()
             .filter_map(|key| Kw::of(key))
             .fold(0, |bits, kw| bits | kw.bit());
         Self { map, present }
+    }
+
+    /// The whole object.
+    pub(crate) fn source(&self) -> &'m Map<String, Value> {
+        self.map
     }
 
     /// Whether `kw` is present (and not taken yet).
@@ -114,7 +119,7 @@ impl KeywordMap {
     }
 
     /// The value of `kw`, if present.
-    pub(crate) fn get(&self, kw: Kw) -> Option<&Value> {
+    pub(crate) fn get(&self, kw: Kw) -> Option<&'m Value> {
         if self.has(kw) {
             self.map.get(kw.name())
         } else {
@@ -122,20 +127,12 @@ impl KeywordMap {
         }
     }
 
-    /// Removes `kw` and returns its value, if present.
-    pub(crate) fn take(&mut self, kw: Kw) -> Option<Value> {
-        if !self.has(kw) {
-            return None;
-        }
+    /// The value of `kw`, if present, which then counts as handled: `has`
+    /// says no from now on.
+    pub(crate) fn take(&mut self, kw: Kw) -> Option<&'m Value> {
+        let value = self.get(kw);
         self.present &= !kw.bit();
-        self.map.remove(kw.name())
-    }
-
-    /// The map itself, for the rare rewrite that needs all of it; the key set
-    /// is scanned again afterwards.
-    pub(crate) fn rewrite(&mut self, edit: impl FnOnce(&mut Map<String, Value>)) {
-        edit(&mut self.map);
-        *self = Self::new(std::mem::take(&mut self.map));
+        value
     }
 }
 
@@ -144,9 +141,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn keywords(value: Value) -> KeywordMap {
+    fn object(value: Value) -> Map<String, Value> {
         match value {
-            Value::Object(map) => KeywordMap::new(map),
+            Value::Object(map) => map,
             _ => unreachable!("a test passes an object"),
         }
     }
@@ -164,21 +161,12 @@ mod tests {
 
     #[test]
     fn take_removes_and_forgets() {
-        let mut map = keywords(json!({"type": "string", "description": "x", "enum": ["a"]}));
+        let object = object(json!({"type": "string", "description": "x", "enum": ["a"]}));
+        let mut map = KeywordMap::new(&object);
         assert!(map.has(Kw::Type) && map.has(Kw::Enum) && !map.has(Kw::Const));
-        assert_eq!(map.take(Kw::Enum), Some(json!(["a"])));
+        assert_eq!(map.take(Kw::Enum), Some(&json!(["a"])));
         assert!(!map.has(Kw::Enum));
         assert_eq!(map.take(Kw::Enum), None);
         assert_eq!(map.get(Kw::Type), Some(&json!("string")));
-    }
-
-    #[test]
-    fn a_rewrite_rescans() {
-        let mut map = keywords(json!({"allOf": [{"required": ["a"]}]}));
-        map.rewrite(|m| {
-            m.remove("allOf");
-            m.insert("required".to_owned(), json!(["a"]));
-        });
-        assert!(!map.has(Kw::AllOf) && map.has(Kw::Required));
     }
 }

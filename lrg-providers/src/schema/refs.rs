@@ -7,6 +7,8 @@
 //! A recursive reference is an error, since inlining it would never end, and so is
 //! a schema whose references fan out into more than [`MAX_NODES`] values.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::error::{SchemaError, json_type};
@@ -20,17 +22,21 @@ pub(crate) const MAX_NODES: usize = 100_000;
 
 /// Returns `schema` with every `$ref` inlined and `$defs`/`definitions` removed.
 pub(crate) fn inline_refs(schema: &Value) -> Result<Value, SchemaError> {
+    inline_refs_if_any(schema).map(Cow::into_owned)
+}
+
+/// [`inline_refs`] for a reader that only reads: most tool schemas have no
+/// references, and those come back as they are, not copied.
+pub(crate) fn inline_refs_if_any(schema: &Value) -> Result<Cow<'_, Value>, SchemaError> {
     if !mentions_refs(schema) {
-        // Most tool schemas have no references: a plain copy is several times
-        // faster than rebuilding them key by key.
-        return Ok(schema.clone());
+        return Ok(Cow::Borrowed(schema));
     }
     let mut inliner = Inliner {
         root: schema,
         active: vec![String::new()],
         budget: MAX_NODES,
     };
-    inliner.schema(schema, &Path::ROOT, 0)
+    inliner.schema(schema, &Path::ROOT, 0).map(Cow::Owned)
 }
 
 struct Inliner<'r> {
