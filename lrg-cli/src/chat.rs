@@ -36,6 +36,7 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
         record: args.record.as_ref(),
         strict_tools: false,
         saved: &args.saved,
+        generation: args.generation.settings(),
         sub_agents: args.sub_agents,
     })
     .await?;

@@ -79,7 +79,10 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     }
 
     let model_args = args.model.clone();
-    let mut session_config = SessionConfig::default();
+    let mut session_config = SessionConfig {
+        generation: args.generation.settings(),
+        ..SessionConfig::default()
+    };
     if let Some(steps) = args.max_steps {
         session_config.max_steps = steps as usize;
     }
