@@ -64,6 +64,7 @@ async fn first_token(
         schema: schema.clone(),
         max_tokens: 1,
         temperature: 0.0,
+        top_p: None,
         seed: Some(1),
     };
     let start = Instant::now();

@@ -38,6 +38,7 @@ fn turn(messages: Vec<EngineMessage>, schema: Value, max_tokens: u32) -> EngineT
         schema,
         max_tokens,
         temperature: 0.0,
+        top_p: None,
         seed: Some(1),
     }
 }

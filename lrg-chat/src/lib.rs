@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+#[cfg(feature = "acp")]
+pub mod acp;
 pub mod context;
 pub mod events;
 #[doc(hidden)]

@@ -36,6 +36,7 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
         record: args.record.as_ref(),
         strict_tools: false,
         saved: &args.saved,
+        generation: args.generation.settings(),
         sub_agents: args.sub_agents,
     })
     .await?;
@@ -141,15 +142,25 @@ async fn switch(
     lines: &Mutex<Lines>,
     target: &str,
 ) -> Result<(), String> {
-    let model_ref: lrg_providers::ModelRef = target.parse().map_err(|e| format!("{e}"))?;
-    if args.model.local_only && model_ref.provider.is_cloud() {
-        return Err(format!(
-            "--local-only: {model_ref} would send the conversation to a cloud"
-        ));
-    }
-    let model = crate::providers::connect(&model_ref, &args.model)
-        .await
-        .map_err(|e| e.to_string())?;
+    // An external agent (`acp:`) is not a provider: resolved as --model is.
+    let model = if target.starts_with("acp:") {
+        let mut model_args = args.model.clone();
+        model_args.model = Some(target.to_string());
+        let resolved = crate::resolve::resolve(&model_args, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        resolved.model
+    } else {
+        let model_ref: lrg_providers::ModelRef = target.parse().map_err(|e| format!("{e}"))?;
+        if args.model.local_only && model_ref.provider.is_cloud() {
+            return Err(format!(
+                "--local-only: {model_ref} would send the conversation to a cloud"
+            ));
+        }
+        crate::providers::connect(&model_ref, &args.model)
+            .await
+            .map_err(|e| e.to_string())?
+    };
     let info = model.info();
     let check = ready
         .session

@@ -4,6 +4,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use lrg_providers::GenerationSettings;
 use lrg_providers::text_tools::ToolMode;
 
 /// The exit codes, shown in `--help` and the README.
@@ -16,9 +17,13 @@ Exit codes:
 
 /// The "Models" help, from the provider table.
 pub fn model_help() -> String {
+    // `acp:` is not a provider of the table: the agent is a process that
+    // runs its own loop (lrg_chat::acp::AcpBackend), resolved by the CLI.
     format!(
-        "Models (--model provider:model, default $LRG_MODEL, else the first local model found):\n{}",
-        lrg_providers::Provider::help_lines()
+        "Models (--model provider:model, default $LRG_MODEL, else the first local model found):\n{}\n  {:<28}  {}",
+        lrg_providers::Provider::help_lines(),
+        "acp:'COMMAND ARGS'",
+        "an external ACP agent, which runs its own tools"
     )
 }
 
@@ -62,6 +67,13 @@ pub enum Command {
     /// `--mcp 'lrg demo-server'` starts it from this same binary.
     #[command(after_help = EXIT_CODES)]
     DemoServer,
+    /// Serve the Agent Client Protocol on stdio, for editors (Zed, ...)
+    ///
+    /// The editor starts `lrg acp` and drives lrg's loop: its MCP servers join --mcp's, tool
+    /// calls that would ask become the editor's permission questions, and the model is a
+    /// session option. With --store, sessions are kept and the editor can load them again.
+    #[command(after_help = format!("{}\n\n{EXIT_CODES}", model_help()))]
+    Acp(AcpArgs),
     /// Run scenario files as a regression suite (tool calls, replies, recordings; JUnit for CI)
     #[command(after_help = TEST_EXIT_CODES)]
     Test(TestArgs),
@@ -91,6 +103,64 @@ pub struct ModelArgs {
     /// hermes, qwen3-coder, mistral, llama3, harmony, granite, deepseek, pythonic, markdown-json
     #[arg(long, value_name = "FORMAT")]
     pub tool_format: Option<ToolMode>,
+}
+
+/// How the model samples its answers; each unset one is left to the model.
+/// Also the `generation` table of `lrg test` scenario files.
+#[derive(Debug, Clone, Default, Args, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct GenerationArgs {
+    /// Sampling temperature, 0 (greedy) to 2 [default: the model's own]
+    #[arg(long, value_name = "T", value_parser = temperature)]
+    pub temperature: Option<f32>,
+    /// Most tokens per answer, at least 1 [default: the provider's budget]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
+    /// Nucleus sampling: draw only from the likeliest tokens whose probabilities add up to P,
+    /// 0 to 1
+    #[arg(long, value_name = "P", value_parser = top_p)]
+    pub top_p: Option<f32>,
+    /// Sampling seed, for repeatable answers where the provider honours one
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u32>,
+    /// End the answer where the model writes TEXT (repeatable; not for local engines, whose
+    /// answers are JSON)
+    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub stop: Vec<String>,
+}
+
+impl GenerationArgs {
+    /// The settings these flags give.
+    pub fn settings(&self) -> GenerationSettings {
+        let mut settings = GenerationSettings::new().stop(self.stop.clone());
+        settings.temperature = self.temperature;
+        settings.max_tokens = self.max_tokens;
+        settings.top_p = self.top_p;
+        settings.seed = self.seed;
+        settings
+    }
+}
+
+/// `--temperature`, checked by the library's own rule.
+fn temperature(s: &str) -> Result<f32, String> {
+    checked(s, GenerationSettings::temperature)
+}
+
+/// `--top-p`, checked by the library's own rule.
+fn top_p(s: &str) -> Result<f32, String> {
+    checked(s, GenerationSettings::top_p)
+}
+
+/// A number, checked by `GenerationSettings::validate` once `set` sets it.
+fn checked(s: &str, set: fn(GenerationSettings, f32) -> GenerationSettings) -> Result<f32, String> {
+    let value = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    set(GenerationSettings::new(), value)
+        .validate()
+        .map_err(|e| e.to_string())?;
+    Ok(value)
 }
 
 /// Where the tools come from.
@@ -155,6 +225,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
+    pub generation: GenerationArgs,
+    #[command(flatten)]
     pub tools: ToolArgs,
     #[command(flatten)]
     pub permissions: PermissionArgs,
@@ -189,6 +261,8 @@ pub struct ChatArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
+    pub generation: GenerationArgs,
+    #[command(flatten)]
     pub tools: ToolArgs,
     #[command(flatten)]
     pub permissions: PermissionArgs,
@@ -209,6 +283,26 @@ pub struct ChatArgs {
     pub record: Option<PathBuf>,
     #[command(flatten)]
     pub saved: SessionArgs,
+}
+
+/// `lrg acp`.
+#[derive(Debug, Clone, Args)]
+pub struct AcpArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
+    /// The system prompt of each session
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Model turns allowed per prompt
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+    // Sessions are kept (and `session/load` offered) only when --store or LRG_STORE is given.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `lrg models`.
@@ -312,6 +406,8 @@ pub enum SessionsAction {
 pub struct ServeArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub generation: GenerationArgs,
     #[command(flatten)]
     pub tools: ToolArgs,
     #[command(flatten)]

@@ -2,6 +2,7 @@
 //! crates: every decision about models, tools, permissions and events is
 //! theirs; this binary parses flags, wires the pieces and prints.
 
+mod acp;
 mod approve;
 mod chat;
 mod cli;
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::serve(args).await,
             Command::DemoServer => demo_server::serve().await,
             Command::Test(args) => test::test(args).await,
+            Command::Acp(args) => acp::acp(args).await,
         }
     });
     // Child MCP servers and blocking stdin readers must not keep us alive.

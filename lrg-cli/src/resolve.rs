@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use lrg_chat::acp::AcpBackend;
 use lrg_providers::record::{RecordingModel, ReplayModel};
 use lrg_providers::{ChatModel, ModelRef, Provider, ScriptedModel};
 
@@ -30,6 +31,21 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
         Some(id) => id.to_string(),
         None => crate::providers::default_model(args).await?,
     };
+    if let Some(command) = id.strip_prefix("acp:") {
+        let mut words = shell_words::split(command).map_err(|e| usage!("--model {id:?}: {e}"))?;
+        // As in --mcp, `lrg` is this very binary.
+        if words.first().is_some_and(|w| w == "lrg") {
+            words[0] = crate::tools::this_binary()?;
+        }
+        let cwd = std::env::current_dir()
+            .map_err(|e| usage!("--model {id}: no working directory for the agent: {e}"))?;
+        let model: Arc<dyn ChatModel> =
+            Arc::new(AcpBackend::new(words, cwd).map_err(|e| usage!("{e}"))?);
+        return Ok(Resolved {
+            model: recorded(model, record)?,
+            replay: None,
+        });
+    }
     let model_ref: ModelRef = id.parse().map_err(|e| usage!("--model {id:?}: {e}"))?;
     if args.local_only && model_ref.provider.is_cloud() {
         return Err(usage!(
@@ -53,13 +69,23 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
         }
         _ => crate::providers::connect(&model_ref, args).await?,
     };
-    let model = match record {
+    Ok(Resolved {
+        model: recorded(model, record)?,
+        replay,
+    })
+}
+
+/// `model`, wrapped in a recorder when `record` is given.
+fn recorded(
+    model: Arc<dyn ChatModel>,
+    record: Option<&Path>,
+) -> Result<Arc<dyn ChatModel>, CliError> {
+    Ok(match record {
         None => model,
         Some(path) => {
             Arc::new(RecordingModel::create(model, path).map_err(|e| usage!("--record: {e}"))?)
         }
-    };
-    Ok(Resolved { model, replay })
+    })
 }
 
 /// After a replayed run: turns left unplayed mean the session now stops

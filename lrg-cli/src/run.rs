@@ -25,6 +25,7 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
         record: args.record.as_ref(),
         strict_tools: true,
         saved: &args.saved,
+        generation: args.generation.settings(),
         sub_agents: args.sub_agents,
     })
     .await?;

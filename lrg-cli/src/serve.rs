@@ -79,7 +79,10 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     }
 
     let model_args = args.model.clone();
-    let mut session_config = SessionConfig::default();
+    let mut session_config = SessionConfig {
+        generation: args.generation.settings(),
+        ..SessionConfig::default()
+    };
     if let Some(steps) = args.max_steps {
         session_config.max_steps = steps as usize;
     }
@@ -234,7 +237,9 @@ fn write_private(
 /// Run `work` to completion on a blocking thread of this runtime. The
 /// provider code's futures are not provably `Send` (higher-ranked closure
 /// lifetimes), which a router's handlers must be; `block_on` asks no `Send`.
-async fn on_blocking_thread<T, F>(work: impl FnOnce() -> F + Send + 'static) -> Result<T, String>
+pub(crate) async fn on_blocking_thread<T, F>(
+    work: impl FnOnce() -> F + Send + 'static,
+) -> Result<T, String>
 where
     T: Send + 'static,
     F: std::future::Future<Output = T>,

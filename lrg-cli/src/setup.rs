@@ -8,8 +8,8 @@ use lrg_chat::registry::SessionRegistry;
 use lrg_chat::session::SwitchableModel;
 use lrg_chat::tools::ToolHost;
 use lrg_chat::{ChatSession, Permissions};
-use lrg_providers::ModelInfo;
 use lrg_providers::record::ReplayModel;
+use lrg_providers::{GenerationSettings, ModelInfo};
 
 use crate::cli::{ModeArg, ModelArgs, PermissionArgs, SessionArgs, ToolArgs};
 use crate::exit::CliError;
@@ -34,6 +34,8 @@ pub struct SessionFlags<'a> {
     pub strict_tools: bool,
     /// `--session` and `--store`.
     pub saved: &'a SessionArgs,
+    /// `--temperature`, `--max-tokens`, `--top-p`, `--seed`, `--stop`.
+    pub generation: GenerationSettings,
     /// `--sub-agents`.
     pub sub_agents: bool,
 }
@@ -160,6 +162,7 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     let system = flags.system.map(str::to_string);
     let max_steps = flags.max_steps;
     let local_only = flags.model.local_only;
+    let generation = flags.generation;
     let sub_agents = flags.sub_agents;
     let model_source = source.clone();
     let builder = move || {
@@ -167,7 +170,8 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
             .tools(tools.clone())
             .permissions(permissions.clone())
             // Checked again in the loop, at every turn.
-            .local_only(local_only);
+            .local_only(local_only)
+            .generation(generation.clone());
         if let Some(system) = &system {
             builder = builder.system_prompt(system.clone());
         }

@@ -56,7 +56,7 @@ pub fn servers(args: &ToolArgs) -> Result<McpConfig, CliError> {
 
 /// `lrg` in `--mcp` means this very binary, which need not be on `PATH`
 /// (under `cargo run`, say).
-fn this_binary() -> Result<String, CliError> {
+pub(crate) fn this_binary() -> Result<String, CliError> {
     std::env::current_exe()
         .map(|p| p.to_string_lossy().into_owned())
         .map_err(|e| usage!("cannot find the lrg binary to run `lrg` in --mcp: {e}"))

@@ -32,6 +32,7 @@ fn help_texts() {
         ("tools_help", vec!["tools", "--help"]),
         ("demo_server_help", vec!["demo-server", "--help"]),
         ("serve_help", vec!["serve", "--help"]),
+        ("acp_help", vec!["acp", "--help"]),
     ] {
         let r = ran(env.lrg().args(&args));
         assert_eq!(r.code, 0, "{r:?}");

@@ -15,12 +15,16 @@ use serde_json::{Value, json};
 const SCRIPT: &str = r#"[{"text": "Hello from the script."}]"#;
 
 fn serve(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Child {
+    serve_on(env, "script:turns.json", extra, vars)
+}
+
+fn serve_on(env: &Env, model: &str, extra: &[&str], vars: &[(&str, &str)]) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lrg"));
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("OLLAMA_HOST", "http://127.0.0.1:9")
         .current_dir(env.dir.path())
-        .args(["serve", "--port", "0", "--model", "script:turns.json"])
+        .args(["serve", "--port", "0", "--model", model])
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -234,4 +238,71 @@ async fn keyed_chats_are_resumed_by_the_next_server() {
     }
     assert_eq!(seen[0], seen[1], "the same chat, the same transcript");
     assert_eq!(seen[1].1["rows"][1]["text"], "Hello from the script.");
+}
+
+/// An external ACP agent as the model of a served chat (`lrg acp` on a
+/// script): its tool calls reach the page's event stream as lrg's own do.
+#[tokio::test]
+async fn a_served_chat_on_an_acp_agent_streams_its_tool_calls() {
+    use futures::StreamExt as _;
+    let env = Env::new();
+    env.file(
+        "agent.json",
+        r#"[{"calls": [{"name": "list_notes"}]}, {"text": "Three notes."}]"#,
+    );
+    let agent = "acp:lrg acp --model script:agent.json --mcp 'lrg demo-server'";
+    let mut child = serve_on(
+        &env,
+        agent,
+        &[],
+        &[("LRG_AGENT_TOKEN", "agent-secret-for-the-test")],
+    );
+    let url = first_line(&mut child);
+    let (page, fragment) = url.split_once('#').unwrap();
+    let params: std::collections::HashMap<_, _> = fragment
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .collect();
+    let (session, token) = (params["session"], params["token"]);
+    let origin = page.trim_end_matches("/v1/ui/chat");
+    lrg_providers::transport::ensure_tls_provider();
+    let client = reqwest::Client::new();
+    let chat = format!("{origin}/v1/chat/sessions/{session}");
+    let r = client
+        .post(format!("{chat}/messages"))
+        .bearer_auth(token)
+        .header("origin", origin)
+        .json(&json!({"text": "what notes?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let events = client
+        .get(format!("{chat}/events?after=0"))
+        .bearer_auth(token)
+        .header("origin", origin)
+        .send()
+        .await
+        .unwrap();
+    let mut stream = events.bytes_stream();
+    let mut seen = String::new();
+    let read = async {
+        while let Some(chunk) = stream.next().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            if seen.contains(r#""type":"assistant_turn""#) {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("the agent's turn did not finish");
+    for part in [
+        r#""type":"tool_call","call_id":"call_1_1","tool":"list_notes","class":"read""#,
+        r#""type":"tool_done","call_id":"call_1_1","ok":true"#,
+        r#""text":"Three notes.""#,
+    ] {
+        assert!(seen.contains(part), "no {part} in:\n{seen}");
+    }
+    assert_eq!(interrupt_and_wait(&mut child), 0);
 }

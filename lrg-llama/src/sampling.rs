@@ -6,11 +6,13 @@ use toktrie::SimpleVob;
 
 /// Samples a token id from `logits` restricted to `allowed`: the most likely
 /// one when `temperature <= 0`, otherwise from the softmax at that
-/// temperature. `None` when no token is allowed.
+/// temperature, cut to the nucleus `top_p` when given. `None` when no token
+/// is allowed.
 pub(crate) fn sample(
     logits: &[f32],
     allowed: &SimpleVob,
     temperature: f32,
+    top_p: Option<f32>,
     rng: &mut StdRng,
 ) -> Option<u32> {
     // Only ids both in the mask and in the logits count (the two can differ by
@@ -34,10 +36,13 @@ pub(crate) fn sample(
     if greedy || candidates.len() == 1 {
         return Some(best_id);
     }
-    let weights: Vec<f64> = candidates
+    let mut weights: Vec<f64> = candidates
         .iter()
         .map(|&(_, l)| f64::from((l - max) / temperature).exp())
         .collect();
+    if let Some(p) = top_p.filter(|p| *p < 1.0) {
+        nucleus(&mut weights, f64::from(p));
+    }
     let total: f64 = weights.iter().sum();
     if !(total.is_finite() && total > 0.0) {
         return Some(best_id);
@@ -50,6 +55,22 @@ pub(crate) fn sample(
         }
     }
     Some(best_id)
+}
+
+/// Top-p: zero the weights of all but the likeliest tokens whose share of
+/// the total reaches `top_p` (the likeliest one always stays).
+fn nucleus(weights: &mut [f64], top_p: f64) {
+    let total: f64 = weights.iter().sum();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|&a, &b| weights[b].total_cmp(&weights[a]));
+    let mut before = 0.0;
+    for i in order {
+        if before >= top_p * total {
+            weights[i] = 0.0;
+        } else {
+            before += weights[i];
+        }
+    }
 }
 
 #[cfg(test)]
@@ -70,10 +91,10 @@ mod tests {
         let logits = [5.0, 1.0, 3.0, 2.0];
         let mut rng = StdRng::seed_from_u64(1);
         assert_eq!(
-            sample(&logits, &mask(4, &[1, 2, 3]), 0.0, &mut rng),
+            sample(&logits, &mask(4, &[1, 2, 3]), 0.0, None, &mut rng),
             Some(2)
         );
-        assert_eq!(sample(&logits, &mask(4, &[]), 0.0, &mut rng), None);
+        assert_eq!(sample(&logits, &mask(4, &[]), 0.0, None, &mut rng), None);
     }
 
     #[test]
@@ -83,7 +104,7 @@ mod tests {
         let draw = |seed| {
             let mut rng = StdRng::seed_from_u64(seed);
             (0..50)
-                .map(|_| sample(&logits, &m, 1.0, &mut rng).unwrap())
+                .map(|_| sample(&logits, &m, 1.0, None, &mut rng).unwrap())
                 .collect::<Vec<_>>()
         };
         let a = draw(3);
@@ -91,5 +112,23 @@ mod tests {
         assert_eq!(a, draw(3));
         // at temperature 1 with near-equal logits, more than one token shows up
         assert!(a.iter().any(|&t| t != a[0]));
+    }
+
+    #[test]
+    fn top_p_keeps_only_the_likeliest_tokens() {
+        let logits = [0.0, 3.0, 2.0, 0.0, 2.9];
+        let m = mask(5, &[1, 2, 3, 4]);
+        let mut rng = StdRng::seed_from_u64(5);
+        let draws: Vec<u32> = (0..200)
+            .map(|_| sample(&logits, &m, 1.0, Some(0.5), &mut rng).unwrap())
+            .collect();
+        // Tokens 1 and 4 hold about 0.43 and 0.39 of the mass: the two of
+        // them reach 0.5, the rest never show up.
+        assert!(draws.iter().all(|t| [1, 4].contains(t)), "{draws:?}");
+        assert!(draws.contains(&1) && draws.contains(&4));
+        let tiny: Vec<u32> = (0..50)
+            .map(|_| sample(&logits, &m, 1.0, Some(1e-6), &mut rng).unwrap())
+            .collect();
+        assert!(tiny.iter().all(|&t| t == 1), "{tiny:?}");
     }
 }

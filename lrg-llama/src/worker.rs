@@ -349,7 +349,7 @@ impl<'m> Worker<'m> {
             };
             let allowed = constraint.allowed_tokens()?;
             let logits = self.ctx.get_logits_ith(idx);
-            let Some(id) = sample(logits, &allowed, turn.temperature, &mut rng) else {
+            let Some(id) = sample(logits, &allowed, turn.temperature, turn.top_p, &mut rng) else {
                 return Err(ProviderError::Other {
                     message: "the answer constraint allows no token of this model's vocabulary"
                         .into(),

@@ -343,6 +343,7 @@ async fn run_turn(
                 schema: &turn.schema,
                 max_tokens: turn.max_tokens,
                 temperature: turn.temperature,
+                top_p: turn.top_p,
                 seed: turn.seed,
             })
             .await?;

@@ -24,6 +24,8 @@ pub(crate) enum Request<'a> {
         schema: &'a Value,
         max_tokens: u32,
         temperature: f32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        top_p: Option<f32>,
         seed: Option<u32>,
     },
     Tokenize {
@@ -301,6 +303,7 @@ mod tests {
             schema: &schema,
             max_tokens: 10,
             temperature: 0.5,
+            top_p: Some(0.25),
             seed: Some(3),
         }
         .to_line()
@@ -310,7 +313,7 @@ mod tests {
         assert_eq!(
             v,
             json!({"op": "generate", "id": 7, "messages": [{"role": "user", "content": "two\nlines"}],
-                   "schema": {"type": "object"}, "max_tokens": 10, "temperature": 0.5, "seed": 3})
+                   "schema": {"type": "object"}, "max_tokens": 10, "temperature": 0.5, "top_p": 0.25, "seed": 3})
         );
         assert_eq!(
             Request::Cancel { id: 7 }.to_line().unwrap(),

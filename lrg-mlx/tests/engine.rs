@@ -103,6 +103,34 @@ async fn every_sampled_answer_matches_a_five_tool_schema_across_20_seeds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_top_p_samples_like_greedy_decoding() {
+    let Some(engine) = engine().await else { return };
+    let messages = vec![
+        msg(EngineRole::System, SYSTEM),
+        msg(EngineRole::User, "Please read /etc/hosts and tell me."),
+    ];
+    let greedy = run(
+        &engine,
+        turn(messages.clone(), five_tool_schema(), 0, 0.0, 3000),
+    )
+    .await
+    .unwrap()
+    .text;
+    // At a high temperature the random model's answers differ by seed; with
+    // top_p near 0 only the likeliest token is ever left to draw.
+    let mut plain = std::collections::BTreeSet::new();
+    for seed in 0..4 {
+        let mut sampled = turn(messages.clone(), five_tool_schema(), seed, 1.5, 3000);
+        let out = run(&engine, sampled.clone()).await.unwrap();
+        plain.insert(out.text);
+        sampled.top_p = Some(1e-6);
+        let nucleus = run(&engine, sampled).await.unwrap();
+        assert_eq!(nucleus.text, greedy, "seed {seed}");
+    }
+    assert!(plain.len() > 1, "sampling without top_p varied: {plain:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_second_turn_evaluates_only_the_new_tokens() {
     let Some(engine) = engine().await else { return };
     let first = vec![

@@ -2,6 +2,7 @@
 
 mod endpoint;
 mod error;
+mod generation;
 mod message;
 mod model;
 mod model_ref;
@@ -33,6 +34,7 @@ pub mod openai;
 pub mod responses;
 
 pub use error::ProviderError;
+pub use generation::{GenerationSettings, InvalidSetting};
 pub use message::{
     Image, Message, NativePart, Part, Role, ToolAnnotations, ToolCall, ToolResult, ToolSpec,
 };

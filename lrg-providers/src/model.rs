@@ -6,7 +6,9 @@ use futures::{Stream, StreamExt as _};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::{Message, NativePart, Part, ProviderError, Role, ToolCall, ToolSpec};
+use crate::{
+    GenerationSettings, Message, NativePart, Part, ProviderError, Role, ToolCall, ToolSpec,
+};
 
 /// Everything a model needs for one assistant turn.
 ///
@@ -18,7 +20,7 @@ use crate::{Message, NativePart, Part, ProviderError, Role, ToolCall, ToolSpec};
 /// let request = TurnRequest::new(vec![Message::user("hi")])
 ///     .system("You are terse.")
 ///     .max_tokens(200);
-/// assert_eq!(request.max_tokens, Some(200));
+/// assert_eq!(request.settings.max_tokens, Some(200));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -31,12 +33,10 @@ pub struct TurnRequest {
     /// The tools the model may call (empty: a tool-free completion).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
-    /// Answer budget in tokens; `None` uses the adapter's default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u32>,
-    /// Sampling temperature, where the provider accepts one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f32>,
+    /// How to sample the answer; an unset setting uses the adapter's
+    /// default. Serialized inline (`"temperature": 0.7` beside `messages`).
+    #[serde(flatten)]
+    pub settings: GenerationSettings,
 }
 
 impl TurnRequest {
@@ -67,15 +67,21 @@ impl TurnRequest {
         self
     }
 
+    /// Sample with these settings (replacing any set before).
+    pub fn settings(mut self, settings: GenerationSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
     /// Cap the answer at `max_tokens`.
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = Some(max_tokens);
+        self.settings.max_tokens = Some(max_tokens);
         self
     }
 
     /// Sample at `temperature`, where the provider accepts one.
     pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
+        self.settings.temperature = Some(temperature);
         self
     }
 }

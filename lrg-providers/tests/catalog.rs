@@ -333,3 +333,82 @@ async fn a_connected_ollama_model_knows_its_window_and_sends_num_ctx() {
         .unwrap();
     assert_eq!(turn.text(), "hi");
 }
+
+#[tokio::test]
+async fn a_connected_server_model_sees_images_only_when_its_server_says_so() {
+    // Ollama: `/api/show` lists `vision` for llava, not for qwen3.
+    let ollama = fake_ollama(2).await;
+    let connections = Connections::new().with_base_url(Provider::Ollama, ollama.uri());
+    for (id, vision) in [("ollama:qwen3:8b", false), ("ollama:llava:7b", true)] {
+        let id: ModelRef = id.parse().unwrap();
+        let model = tokio::time::timeout(BOUND, connections.connect(&id))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(model.info().vision, vision, "{id}");
+    }
+
+    // LM Studio: `type: vlm` sees images, `type: llm` does not.
+    let lmstudio = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/models"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": [
+            {"id": "qwen3-8b"}, {"id": "gemma-3-12b"}
+        ]})))
+        .mount(&lmstudio)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v0/models"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": [
+            {"id": "qwen3-8b", "type": "llm", "max_context_length": 40960},
+            {"id": "gemma-3-12b", "type": "vlm", "max_context_length": 131072}
+        ]})))
+        .mount(&lmstudio)
+        .await;
+    let connections =
+        Connections::new().with_base_url(Provider::LmStudio, format!("{}/v1", lmstudio.uri()));
+    for (id, vision) in [("lmstudio:qwen3-8b", false), ("lmstudio:gemma-3-12b", true)] {
+        let id: ModelRef = id.parse().unwrap();
+        let model = tokio::time::timeout(BOUND, connections.connect(&id))
+            .await
+            .unwrap()
+            .unwrap();
+        let info = model.info();
+        assert_eq!(info.vision, vision, "{id}");
+        assert!(info.context_window.is_some(), "{id}");
+    }
+
+    // LM Studio 0.4's v1 API: every chat model is `type: llm`; its
+    // `capabilities.vision` says.
+    let lmstudio = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/models"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": [
+            {"id": "qwen/qwen3.5-9b"}, {"id": "google/gemma-3-4b"}
+        ]})))
+        .mount(&lmstudio)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/models"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"models": [
+            {"type": "llm", "key": "qwen/qwen3.5-9b", "max_context_length": 262144,
+             "capabilities": {"vision": false, "trained_for_tool_use": true}},
+            {"type": "llm", "key": "google/gemma-3-4b", "max_context_length": 131072,
+             "capabilities": {"vision": true, "trained_for_tool_use": false}}
+        ]})))
+        .mount(&lmstudio)
+        .await;
+    let connections =
+        Connections::new().with_base_url(Provider::LmStudio, format!("{}/v1", lmstudio.uri()));
+    for (id, vision) in [
+        ("lmstudio:qwen/qwen3.5-9b", false),
+        ("lmstudio:google/gemma-3-4b", true),
+    ] {
+        let id: ModelRef = id.parse().unwrap();
+        let model = tokio::time::timeout(BOUND, connections.connect(&id))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(model.info().vision, vision, "{id}");
+    }
+}

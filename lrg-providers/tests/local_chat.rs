@@ -21,9 +21,9 @@ use lrg_providers::local_chat::{
     LocalChatModel, LocalEngine, REPLY_MAX_CHARS, answer_schema, parse_answer,
 };
 use lrg_providers::{
-    AssistantTurn, ChatModel, Image, Message, ModelLocation, NativePart, Part, ProviderError, Role,
-    StopReason, ToolAnnotations, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage,
-    collect_turn,
+    AssistantTurn, ChatModel, GenerationSettings, Image, Message, ModelLocation, NativePart, Part,
+    ProviderError, Role, StopReason, ToolAnnotations, ToolCall, ToolResult, ToolSpec, TurnEvent,
+    TurnRequest, Usage, collect_turn,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -375,8 +375,17 @@ fn engine_turn_carries_budget_temperature_and_seed() {
         (turn.max_tokens, turn.temperature, turn.seed),
         (4096, 0.3, Some(7))
     );
+    assert_eq!(turn.top_p, None);
     let turn = m.engine_turn(&request().max_tokens(99).temperature(0.9));
     assert_eq!((turn.max_tokens, turn.temperature), (99, 0.9));
+    // The request's settings win over the model's defaults; a stop sequence
+    // (which would cut the JSON answer) is not passed on.
+    let settings = GenerationSettings::new()
+        .top_p(0.8)
+        .seed(11)
+        .stop(["never"]);
+    let turn = m.engine_turn(&request().settings(settings));
+    assert_eq!((turn.top_p, turn.seed), (Some(0.8), Some(11)));
 }
 
 #[test]

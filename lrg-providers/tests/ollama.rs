@@ -98,7 +98,7 @@ async fn thinking_then_text_with_usage() {
     let model = chat(&server.uri());
     let got = turn(&model, {
         let mut request = ask("hi");
-        request.temperature = None;
+        request.settings.temperature = None;
         request
     })
     .await

@@ -135,7 +135,8 @@ async fn openai_plain_text_with_usage() {
         })
     );
     assert_eq!(got.stop, Some(StopReason::EndTurn));
-    // OpenAI: max_completion_tokens, the cloud budget, and no temperature.
+    // OpenAI: max_completion_tokens, the cloud budget, and the temperature
+    // (gpt-4.1 is no reasoning model).
     insta::assert_json_snapshot!("openai_plain_text_request", bodies(&server).await[0]);
 
     let info = model.info();
@@ -161,7 +162,7 @@ async fn server_dialects_send_max_tokens_and_temperature() {
         .await;
         let model = server_model(dialect, &server.uri());
         let mut request = ask("hi");
-        request.temperature = None; // the config's 0.2 applies
+        request.settings.temperature = None; // the config's 0.2 applies
         turn(&model, request).await.unwrap();
         let body = bodies(&server).await.remove(0);
         assert_eq!(body["max_tokens"], 2048, "{name}");

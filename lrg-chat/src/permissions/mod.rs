@@ -95,6 +95,8 @@ pub enum ApprovalReason {
         /// The limit.
         limit: u32,
     },
+    /// An external agent (which owns its tools) asks before a call.
+    Agent,
 }
 
 /// The outcome of a permission check.

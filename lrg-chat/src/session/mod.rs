@@ -19,6 +19,7 @@
 mod calls;
 mod compact;
 mod delegate;
+mod external;
 mod history;
 mod locality;
 mod persist;
@@ -35,7 +36,8 @@ use std::task::{Context, Poll};
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use lrg_providers::{
-    Image, Message, ModelInfo, Part, ProviderError, RetryPolicy, Role, ToolSpec, Usage,
+    GenerationSettings, Image, Message, ModelInfo, Part, ProviderError, RetryPolicy, Role,
+    ToolSpec, Usage,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -53,6 +55,7 @@ use crate::tools::{ToolOutput, Tools, ToolsError};
 pub(crate) use delegate::{
     Kept, deliver, publish, store_of, sub_agent_manager, sub_agent_session, user_message_count,
 };
+pub use external::WeakChatSession;
 pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
 pub use switch::{SwitchCheck, SwitchableModel};
 
@@ -68,6 +71,9 @@ pub struct SessionConfig {
     pub retry: RetryPolicy,
     /// How the conversation is fitted into the window.
     pub context: ContextPolicy,
+    /// The generation settings a session starts with (see
+    /// [`ChatSessionBuilder::generation`]).
+    pub generation: GenerationSettings,
 }
 
 impl Default for SessionConfig {
@@ -76,6 +82,7 @@ impl Default for SessionConfig {
             max_steps: MAX_STEPS,
             retry: RetryPolicy::default(),
             context: ContextPolicy::default(),
+            generation: GenerationSettings::default(),
         }
     }
 }
@@ -217,6 +224,15 @@ pub struct ChatSessionBuilder {
 }
 
 impl ChatSessionBuilder {
+    /// The session's generation settings (default: none, each model's own
+    /// defaults): every model turn uses them, under what a message sets
+    /// ([`ChatSession::send_with`]). Checked at each turn: an out-of-range
+    /// value fails the message with a `config` error naming it.
+    pub fn generation(mut self, settings: GenerationSettings) -> Self {
+        self.config.generation = settings;
+        self
+    }
+
     /// Let the model delegate tasks to sub-agents within `limits` (default
     /// off): it is offered `spawn_sub_agent`, `list_sub_agents` and
     /// `read_sub_agent`. See [`crate::sub_agents`].
@@ -311,6 +327,7 @@ impl ChatSessionBuilder {
     /// The session.
     pub fn build(self) -> ChatSession {
         let saved = self.resumed.as_ref().map_or(0, |r| r.rows.len());
+        let generation_settings = self.config.generation.clone();
         let parent_id = self
             .store
             .as_ref()
@@ -327,7 +344,10 @@ impl ChatSessionBuilder {
                 system_prompt: self.system_prompt,
                 target_counter: self.target_counter,
                 events: EventLog::new(),
-                state: Mutex::default(),
+                state: Mutex::new(State {
+                    generation_settings,
+                    ..State::default()
+                }),
                 local_only: AtomicBool::new(self.local_only),
                 persister: self
                     .store
@@ -381,6 +401,8 @@ struct State {
     usage: Usage,
     /// Each history message's size estimate, kept for fitting.
     estimates: crate::context::Estimates,
+    /// The session's generation settings (see [`ChatSession::set_generation`]).
+    generation_settings: GenerationSettings,
 }
 
 impl Shared {
@@ -441,6 +463,17 @@ impl ChatSession {
         }
     }
 
+    /// The session's generation settings.
+    pub fn generation(&self) -> GenerationSettings {
+        self.shared.lock().generation_settings.clone()
+    }
+
+    /// Replace the session's generation settings; a running message uses
+    /// them from its next model turn.
+    pub fn set_generation(&self, settings: GenerationSettings) {
+        self.shared.lock().generation_settings = settings;
+    }
+
     /// Turn "local only" on or off. On, a model that would send the
     /// conversation to a cloud is refused at its next turn, so a chat on a
     /// cloud model cannot go on until it moves to a local one.
@@ -456,6 +489,17 @@ impl ChatSession {
     /// Send a user message and start working on it. Fails with
     /// [`SessionError::Busy`] while another message runs.
     pub fn send(&self, input: impl Into<UserInput>) -> Result<TurnHandle, SessionError> {
+        self.send_with(input, GenerationSettings::default())
+    }
+
+    /// [`send`](Self::send), with generation settings for this message only:
+    /// each one set here wins over the session's
+    /// ([`set_generation`](Self::set_generation)) for every model turn of it.
+    pub fn send_with(
+        &self,
+        input: impl Into<UserInput>,
+        generation: GenerationSettings,
+    ) -> Result<TurnHandle, SessionError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| SessionError::NoRuntime)?;
         let input = input.into();
         let mut state = self.shared.lock();
@@ -469,11 +513,13 @@ impl ChatSession {
         let index = state.history.len();
         state.user_seqs.push((index, seq));
         state.history.push(input.into_message());
-        Ok(self.start(&runtime, state, Work::Message))
+        Ok(self.start(&runtime, state, Work::Message(generation)))
     }
 
     /// Answer the last user message again: everything after it is dropped
     /// (and the view told with a `rewound` event).
+    /// It runs with the session's generation settings (not those a
+    /// [`send_with`](Self::send_with) gave the message).
     pub fn retry_last(&self) -> Result<TurnHandle, SessionError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| SessionError::NoRuntime)?;
         let mut state = self.shared.lock();
@@ -484,7 +530,11 @@ impl ChatSession {
         state.history.truncate(index + 1);
         state.generation += 1;
         self.shared.publish(Event::Rewound { to_seq: seq });
-        Ok(self.start(&runtime, state, Work::Message))
+        Ok(self.start(
+            &runtime,
+            state,
+            Work::Message(GenerationSettings::default()),
+        ))
     }
 
     /// Replace the conversation with a summary the model writes in one
@@ -566,13 +616,16 @@ impl ChatSession {
         });
         drop(state);
         let shared = self.shared.clone();
-        let task = runtime.spawn(async move {
+        let working = external::working(&self.shared);
+        let task = runtime.spawn(working.scope_to(async move {
             // The user message is kept even if the process dies mid-turn.
             persist::save(&shared).await;
-            let note_stop = matches!(work, Work::Message);
+            let note_stop = matches!(work, Work::Message(_));
             let work = async {
                 match work {
-                    Work::Message => run::run_message(&shared, &cancel).await,
+                    Work::Message(generation) => {
+                        run::run_message(&shared, &generation, &cancel).await
+                    }
                     Work::Compact => compact::run_compact(&shared, &cancel).await,
                 }
             };
@@ -600,7 +653,7 @@ impl ChatSession {
             delegate::after_work(&shared, &outcome);
             persist::save(&shared).await;
             outcome
-        });
+        }));
         TurnHandle { task }
     }
 
@@ -732,7 +785,8 @@ fn answer_unanswered(history: &mut Vec<Message>) {
 }
 
 enum Work {
-    Message,
+    /// A message, with the generation settings given for it alone.
+    Message(GenerationSettings),
     Compact,
 }
 

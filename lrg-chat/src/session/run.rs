@@ -5,7 +5,8 @@ use std::collections::HashSet;
 
 use futures::StreamExt as _;
 use lrg_providers::{
-    AssistantTurn, ChatModel, Message, ProviderError, StopReason, ToolCall, TurnEvent, TurnRequest,
+    AssistantTurn, ChatModel, GenerationSettings, Message, ProviderError, StopReason, ToolCall,
+    TurnEvent, TurnRequest,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +25,11 @@ pub(super) enum TurnFailure {
     LocalOnly(ProviderError),
 }
 
-pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> TurnOutcome {
+pub(super) async fn run_message(
+    shared: &Shared,
+    generation: &GenerationSettings,
+    cancel: &CancellationToken,
+) -> TurnOutcome {
     // Identical calls already made for this message (tool name + canonical
     // arguments), whatever became of them.
     let mut made: HashSet<String> = HashSet::new();
@@ -59,10 +64,13 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             .collect();
         let model_key = info.id();
         // Fitted under the lock: only what is sent gets cloned.
-        let (fitted, budget) = {
+        let (fitted, budget, settings) = {
             let mut state = shared.lock();
             let overhead = state.overhead.get(&model_key).copied();
             let budget = shared.config.context.budget(&info, overhead);
+            // The message's own settings over the session's, read at each
+            // turn so a change made meanwhile applies from the next one.
+            let settings = generation.or(&state.generation_settings);
             let state = &mut *state;
             let sizes =
                 state
@@ -71,11 +79,19 @@ pub(super) async fn run_message(shared: &Shared, cancel: &CancellationToken) -> 
             (
                 context::fit_estimated(&state.history, sizes, &budget),
                 budget,
+                settings,
             )
         };
+        if let Err(e) = settings.validate() {
+            let error = ProviderError::Config {
+                message: format!("invalid generation settings: {e}"),
+            };
+            return failed(shared, TurnFailure::Failed(error));
+        }
         let request = TurnRequest::new(context::shown_to(&info, fitted.messages))
             .system_opt((shared.system_prompt)(&info, &offered))
-            .tools(offered);
+            .tools(offered)
+            .settings(settings);
         let turn = match stream_turn(shared, model.as_ref(), &request, cancel, true).await {
             Ok(turn) => turn,
             Err(failure) => return failed(shared, failure),

@@ -57,7 +57,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lrg_providers::record::ReplayModel;
-use lrg_providers::{ChatModel, ScriptedModel, ScriptedTurn};
+use lrg_providers::{ChatModel, GenerationSettings, ScriptedModel, ScriptedTurn};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -163,6 +163,7 @@ pub struct SessionTest {
     answers: Vec<ApprovalAnswer>,
     system: Option<String>,
     max_steps: Option<usize>,
+    generation: GenerationSettings,
     messages: Vec<String>,
     timeout: Duration,
 }
@@ -191,6 +192,7 @@ impl SessionTest {
             answers: Vec::new(),
             system: None,
             max_steps: None,
+            generation: GenerationSettings::default(),
             messages: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
         }
@@ -251,6 +253,12 @@ impl SessionTest {
         self
     }
 
+    /// The session's generation settings (temperature, budget, ...).
+    pub fn generation(mut self, settings: GenerationSettings) -> Self {
+        self.generation = settings;
+        self
+    }
+
     /// A message to send; several are sent in turn, each after the last
     /// one's reply. The run stops at the first that gets none.
     pub fn message(mut self, text: impl Into<String>) -> Self {
@@ -269,7 +277,8 @@ impl SessionTest {
     /// goes wrong is a transcript whose checks fail.
     pub async fn run(self) -> Transcript {
         let mut builder = ChatSession::builder(Arc::new(FixedModel(self.model)))
-            .permissions(Arc::new(Permissions::new(self.settings)));
+            .permissions(Arc::new(Permissions::new(self.settings)))
+            .generation(self.generation);
         if let Some(tools) = self.tools {
             builder = builder.tools(tools);
         }

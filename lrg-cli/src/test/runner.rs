@@ -133,6 +133,7 @@ async fn run_once(case: &Case, options: &RunOptions) -> Attempt {
         .tools(host.clone())
         .permissions(case.settings.clone())
         .answers(case.approvals.iter().cloned())
+        .generation(case.generation.clone())
         .timeout(case.timeout);
     if let Some(replay) = resolved.replay {
         test = test.watch_replay(replay);

@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use lrg_chat::permissions::{Mode, PermissionSettings, Rule};
 use lrg_chat::testing::{ApprovalAnswer, DEFAULT_TIMEOUT, Expectations};
+use lrg_providers::{GenerationSettings, InvalidSetting};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::cli::ToolArgs;
+use crate::cli::{GenerationArgs, ToolArgs};
 
 /// Where the tools come from.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -84,6 +85,9 @@ pub struct CaseSpec {
     /// Model turns allowed per message.
     #[serde(default)]
     pub max_steps: Option<usize>,
+    /// Generation settings (temperature, max_tokens, top_p, seed, stop).
+    #[serde(default)]
+    pub generation: Option<GenerationArgs>,
     /// The message to send.
     #[serde(default)]
     pub message: Option<String>,
@@ -125,6 +129,8 @@ pub struct Case {
     pub system: Option<String>,
     /// Model turns per message.
     pub max_steps: Option<usize>,
+    /// The session's generation settings.
+    pub generation: GenerationSettings,
     /// The messages.
     pub messages: Vec<String>,
     /// The time limit.
@@ -432,6 +438,20 @@ fn merge(
             "max_steps".into(),
         ));
     }
+    let generation = spec
+        .generation
+        .or_else(|| top.generation.clone())
+        .unwrap_or_default()
+        .settings();
+    if let Err(e) = generation.validate() {
+        let key = match e {
+            InvalidSetting::Temperature(_) => "temperature",
+            InvalidSetting::TopP(_) => "top_p",
+            InvalidSetting::MaxTokens => "max_tokens",
+            _ => "stop",
+        };
+        return Err((format!("generation.{key}"), e.to_string(), key.into()));
+    }
     let tools = spec.tools.or_else(|| top.tools.clone()).unwrap_or_default();
     let permissions = spec
         .permissions
@@ -469,6 +489,7 @@ fn merge(
         approvals: permissions.approvals,
         system: spec.system.or_else(|| top.system.clone()),
         max_steps,
+        generation,
         messages,
         timeout: spec
             .timeout_secs

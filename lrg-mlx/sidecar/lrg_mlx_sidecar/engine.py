@@ -53,6 +53,19 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
+def nucleus(logits: mx.array, top_p: float) -> mx.array:
+    """Top-p filtering: keep the likeliest tokens whose probabilities add up
+    to `top_p` (at least the likeliest one), the rest become -inf. Masked
+    tokens are -inf already and stay out."""
+    probs = mx.softmax(logits, axis=-1)
+    ordered = mx.sort(probs)[::-1]
+    before = mx.cumsum(ordered) - ordered
+    # A token is kept while the mass of the likelier ones is below top_p.
+    kept = max(int(mx.sum(before < top_p).item()), 1)
+    cutoff = ordered[kept - 1]
+    return mx.where(probs >= cutoff, logits, -mx.inf)
+
+
 class Engine:
     def __init__(self, model_dir: Path) -> None:
         self.model_dir = model_dir
@@ -118,6 +131,8 @@ class Engine:
             schema = req["schema"]
             max_tokens = int(req.get("max_tokens") or 0)
             temperature = float(req.get("temperature") or 0.0)
+            top_p = req.get("top_p")
+            top_p = None if top_p is None else float(top_p)
             seed = req.get("seed")
         except (KeyError, TypeError, ValueError) as e:
             raise TurnError("bad_request", f"malformed generate request: {e}") from e
@@ -180,7 +195,10 @@ class Engine:
                 token = int(mx.argmax(masked).item())
             else:
                 key, sub = mx.random.split(key)
-                token = int(mx.random.categorical(masked * (1.0 / temperature), key=sub).item())
+                scaled = masked * (1.0 / temperature)
+                if top_p is not None and top_p < 1.0:
+                    scaled = nucleus(scaled, top_p)
+                token = int(mx.random.categorical(scaled, key=sub).item())
             generated += 1
             ch.generated = generated
             if first_token_ms is None:

@@ -2,7 +2,7 @@
 
 Requests (stdin), every one but `shutdown` with an integer `id`:
   {"op": "generate", "id", "messages": [{"role", "content"}], "schema",
-   "max_tokens", "temperature", "seed"}   (schema null: unconstrained, for benches)
+   "max_tokens", "temperature", "top_p"?, "seed"}   (schema null: unconstrained, for benches)
   {"op": "tokenize", "id", "messages"}   -> {"type": "tokens", "id", "tokens"}
   {"op": "ping", "id"}                    -> {"type": "pong", "id"}  (round-trip cost)
   {"op": "clear_cache", "id"}             -> {"type": "pong", "id"}  (forget the KV cache)

@@ -85,6 +85,7 @@ pub fn turn(
         schema,
         max_tokens,
         temperature,
+        top_p: None,
         seed: Some(seed),
     }
 }

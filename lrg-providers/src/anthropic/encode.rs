@@ -3,7 +3,9 @@
 use serde_json::{Map, Value, json};
 
 use super::{AnthropicConfig, PROVIDER};
+use crate::generation::dropped;
 use crate::images::{CLOUD_IMAGE_LIMIT, IMAGE_PLACEHOLDER, limit_images};
+use crate::openai::decimal;
 use crate::schema::{SchemaTarget, portable_tool_schema};
 use crate::{Image, Message, Part, ProviderError, Role, ToolResult, TurnRequest};
 
@@ -27,7 +29,8 @@ const MISSING_RESULT: &str = "No result was recorded for this call.";
 ///
 /// Fails only when a tool's schema cannot be shaped for the API.
 pub fn encode(request: &TurnRequest, config: &AnthropicConfig) -> Result<Value, ProviderError> {
-    let answer_budget = request.max_tokens.unwrap_or(config.max_tokens).max(1);
+    let settings = &request.settings;
+    let answer_budget = settings.max_tokens.unwrap_or(config.max_tokens).max(1);
     let thinking = config.thinking_budget.map(|b| b.max(MIN_THINKING_BUDGET));
     let mut body = Map::new();
     body.insert("model".into(), json!(config.model));
@@ -68,20 +71,41 @@ pub fn encode(request: &TurnRequest, config: &AnthropicConfig) -> Result<Value, 
         body.insert("tools".into(), Value::Array(tools));
     }
 
+    let temperature = settings.temperature.or(config.temperature);
     match thinking {
-        // The API rejects a temperature with thinking on.
+        // The API rejects sampling settings with thinking on.
         Some(budget) => {
             body.insert(
                 "thinking".into(),
                 json!({"type": "enabled", "budget_tokens": budget}),
             );
+            dropped(
+                "Anthropic (thinking on)",
+                &[
+                    ("temperature", temperature.is_some()),
+                    ("top_p", settings.top_p.is_some()),
+                ],
+            );
         }
         None => {
-            if let Some(t) = request.temperature.or(config.temperature) {
-                body.insert("temperature".into(), json!(t));
+            if let Some(t) = temperature {
+                body.insert("temperature".into(), json!(decimal(t)));
+            }
+            // Newer models refuse a temperature and a top_p together; the
+            // temperature is the one people mean.
+            match settings.top_p {
+                Some(_) if temperature.is_some() => dropped("Anthropic", &[("top_p", true)]),
+                Some(p) => {
+                    body.insert("top_p".into(), json!(decimal(p)));
+                }
+                None => {}
             }
         }
     }
+    if !settings.stop.is_empty() {
+        body.insert("stop_sequences".into(), json!(settings.stop));
+    }
+    dropped("Anthropic", &[("seed", settings.seed.is_some())]);
     Ok(Value::Object(body))
 }
 
@@ -475,14 +499,17 @@ mod tests {
     fn thinking_adds_to_budget_and_drops_temperature() {
         let mut cfg = config();
         cfg.thinking_budget = Some(100);
-        let req = TurnRequest {
-            messages: vec![Message::user("x")],
-            temperature: Some(0.5),
-            ..Default::default()
-        };
+        let req = TurnRequest::new(vec![Message::user("x")]).settings(
+            crate::GenerationSettings::new()
+                .temperature(0.5)
+                .top_p(0.9)
+                .stop(["END"]),
+        );
         let body = encode(&req, &cfg).unwrap();
         assert_eq!(body["thinking"]["budget_tokens"], 1024);
         assert_eq!(body["max_tokens"], 8192 + 1024);
         assert!(body.get("temperature").is_none());
+        assert!(body.get("top_p").is_none());
+        assert_eq!(body["stop_sequences"], json!(["END"]));
     }
 }

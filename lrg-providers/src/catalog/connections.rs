@@ -267,34 +267,48 @@ impl Connections {
             ))?)),
             _ => {
                 let endpoint = self.endpoint(id.provider)?;
-                let window = self.window_of(id).await;
-                connect_http(&endpoint, &id.model, window)
+                let known = self.server_facts(id).await;
+                connect_http(&endpoint, &id.model, known)
             }
         }
     }
 
-    /// The window a server runs `id` with, asked before connecting so the
-    /// session fits the conversation to it (and Ollama is sent `num_ctx`).
-    /// Only servers are asked: a cloud's list costs a request per run and
-    /// its adapters know their windows.
-    async fn window_of(&self, id: &ModelRef) -> Option<u32> {
+    /// What a server says of `id` — the window it runs it with and whether
+    /// it sees images — asked before connecting so the session fits the
+    /// conversation to it (and Ollama is sent `num_ctx`) and sends no image
+    /// to a model that cannot see. Only servers are asked: a cloud's list
+    /// costs a request per run and its adapters know their windows.
+    async fn server_facts(&self, id: &ModelRef) -> Known {
         if id.provider.spec().locality != crate::ModelLocation::Server {
-            return None;
+            return Known::default();
         }
         let group = super::probe::probe(self, id.provider).await;
-        let found = group.models.into_iter().find(|m| m.model == id.model);
-        found
-            .filter(|m| !m.window_assumed)
-            .map(|m| m.context_window)
+        let Some(found) = group.models.into_iter().find(|m| m.model == id.model) else {
+            return Known::default();
+        };
+        Known {
+            window: (!found.window_assumed).then_some(found.context_window),
+            vision: found.vision,
+        }
     }
+}
+
+/// What the catalog learned of a model before connecting to it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Known {
+    /// The context window the server runs it with.
+    pub(crate) window: Option<u32>,
+    /// Whether it sees images.
+    pub(crate) vision: Option<bool>,
 }
 
 /// A chat model for `model` at `endpoint` (HTTP providers only).
 pub(crate) fn connect_http(
     endpoint: &Endpoint,
     model: &str,
-    window: Option<u32>,
+    known: Known,
 ) -> Result<Arc<dyn ChatModel>, ProviderError> {
+    let window = known.window;
     let spec = endpoint.provider.spec();
     let base = endpoint.base_url.clone();
     let transport = endpoint.transport.clone();
@@ -318,12 +332,18 @@ pub(crate) fn connect_http(
             if let Some(mode) = endpoint.tool_mode {
                 config = config.with_tool_mode(mode);
             }
+            if let Some(vision) = known.vision {
+                config = config.with_vision(vision);
+            }
             Arc::new(OpenAiChat::new(config)?)
         }
         Access::Ollama => {
             let mut config = OllamaConfig::new(parse_host(&base), model).with_transport(transport);
             if let Some(w) = window {
                 config = config.with_context_window(w);
+            }
+            if let Some(vision) = known.vision {
+                config = config.with_vision(vision);
             }
             Arc::new(OllamaChat::new(config)?)
         }

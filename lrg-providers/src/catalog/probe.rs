@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::connections::{Connections, Endpoint, connect_http};
+use super::connections::{Connections, Endpoint, Known, connect_http};
 use super::files::{FoundModel, find};
 use super::table::{Access, EngineFiles, Provider, WindowProbe};
 use super::{ASSUMED_CONTEXT_WINDOW, Availability, CatalogModel, ProviderModels};
@@ -261,7 +261,7 @@ async fn http_models(endpoint: &Endpoint) -> Result<Vec<CatalogModel>, ProviderE
         }
         Access::Engine(_) | Access::File | Access::Cli(_) => {
             // Not HTTP: reaching here is a table error; connect_http says so.
-            connect_http(endpoint, "", None).map(|_| Vec::new())
+            connect_http(endpoint, "", Known::default()).map(|_| Vec::new())
         }
     }
 }
@@ -303,6 +303,7 @@ async fn extras(
     for probe in windows {
         let (url, parse): (String, ParseExtras) = match probe {
             WindowProbe::LmStudio => (format!("{}/api/v0/models", root(base)), parse_lmstudio),
+            WindowProbe::LmStudioV1 => (format!("{}/api/v1/models", root(base)), parse_lmstudio_v1),
             WindowProbe::LlamaServerProps => (format!("{}/props", root(base)), parse_props),
         };
         let mut request = http.client().get(&url);
@@ -346,6 +347,38 @@ fn parse_lmstudio(value: &Value) -> HashMap<String, Extra> {
                     vision: ty.map(|t| t == "vlm"),
                     tools: caps.map(|c| c.iter().any(|x| x.as_str() == Some("tool_use"))),
                     skip: ty == Some("embeddings"),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// LM Studio's `/api/v1/models` (0.4 and later): `key` names the model,
+/// the first loaded instance's `config.context_length` else
+/// `max_context_length`, `capabilities.vision` and
+/// `capabilities.trained_for_tool_use`; `type: embedding` cannot chat.
+fn parse_lmstudio_v1(value: &Value) -> HashMap<String, Extra> {
+    let entries = value.get("models").and_then(Value::as_array);
+    entries
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let id = m.get("key").and_then(Value::as_str)?;
+            let window = |v: Option<&Value>| {
+                v.and_then(Value::as_u64)
+                    .and_then(|n| u32::try_from(n).ok())
+            };
+            let loaded = window(m.pointer("/loaded_instances/0/config/context_length"));
+            let caps = m.get("capabilities");
+            let flag = |k: &str| caps.and_then(|c| c.get(k)).and_then(Value::as_bool);
+            let ty = m.get("type").and_then(Value::as_str);
+            Some((
+                id.to_string(),
+                Extra {
+                    window: loaded.or_else(|| window(m.get("max_context_length"))),
+                    vision: flag("vision"),
+                    tools: flag("trained_for_tool_use"),
+                    skip: ty.is_some_and(|t| t.starts_with("embedding")),
                 },
             ))
         })
@@ -432,6 +465,31 @@ mod tests {
         );
         assert!(m["nomic-embed"].skip);
         assert!(parse_lmstudio(&json!({"x": 1})).is_empty());
+    }
+
+    #[test]
+    fn lmstudio_v1_capabilities_and_loaded_windows() {
+        let v = json!({"models": [
+            {"type": "llm", "key": "google/gemma-3-4b", "max_context_length": 131072,
+             "loaded_instances": [], "capabilities": {"vision": true, "trained_for_tool_use": false}},
+            {"type": "llm", "key": "qwen/qwen3.5-9b", "max_context_length": 262144,
+             "loaded_instances": [{"id": "qwen/qwen3.5-9b", "config": {"context_length": 4096}}],
+             "capabilities": {"vision": false, "trained_for_tool_use": true}},
+            {"type": "embedding", "key": "nomic-embed"},
+        ]});
+        let m = parse_lmstudio_v1(&v);
+        let gemma = m["google/gemma-3-4b"];
+        assert_eq!(
+            (gemma.window, gemma.vision, gemma.tools),
+            (Some(131_072), Some(true), Some(false))
+        );
+        let qwen = m["qwen/qwen3.5-9b"];
+        assert_eq!(
+            (qwen.window, qwen.vision, qwen.tools),
+            (Some(4096), Some(false), Some(true))
+        );
+        assert!(m["nomic-embed"].skip);
+        assert!(parse_lmstudio_v1(&json!({"data": []})).is_empty());
     }
 
     #[test]

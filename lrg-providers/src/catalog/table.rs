@@ -62,6 +62,10 @@ pub enum WindowProbe {
     /// LM Studio's own `/api/v0/models`: the loaded context length, vision
     /// (`type: vlm`) and native tool use.
     LmStudio,
+    /// LM Studio's v1 REST API (0.4 and later), `/api/v1/models`: the loaded
+    /// instance's context length and `capabilities` (`vision`,
+    /// `trained_for_tool_use`).
+    LmStudioV1,
     /// llama.cpp's `llama-server` `/props`: `n_ctx` of its slots.
     LlamaServerProps,
 }
@@ -245,7 +249,7 @@ providers! {
     },
     /// An LM Studio server (OpenAI-compatible).
     LmStudio => ProviderSpec::openai_compatible(
-        "lmstudio", Dialect::LMSTUDIO, &[WindowProbe::LmStudio], "qwen3-8b",
+        "lmstudio", Dialect::LMSTUDIO, &[WindowProbe::LmStudioV1, WindowProbe::LmStudio], "qwen3-8b",
         "an LM Studio server (http://localhost:1234/v1, or --base-url)",
     ),
     /// Any other OpenAI-compatible server, at a configured base URL.

@@ -171,6 +171,8 @@ impl ChatModel for CliAgent {
                 "tools are not passed to an agent CLI (chat only)"
             );
         }
+        // An agent CLI picks its own sampling: no flag takes these.
+        crate::generation::dropped(spec.name, &request.settings.which_set());
         let invocation = process::Invocation {
             spec,
             program: self.program.clone(),

@@ -3,9 +3,14 @@
 use serde_json::{Map, Value, json};
 
 use super::{GeminiConfig, PROVIDER};
+use crate::generation::capped_stop;
 use crate::images::{CLOUD_IMAGE_LIMIT, IMAGE_PLACEHOLDER, limit_images};
+use crate::openai::decimal;
 use crate::schema::{SchemaTarget, portable_tool_schema};
 use crate::{Image, Message, NativePart, Part, ProviderError, Role, ToolResult, TurnRequest};
+
+/// Most stop sequences `generationConfig` takes.
+const GEMINI_STOP_LIMIT: usize = 5;
 
 /// Sent in place of a result the history lacks, so every call is answered.
 const MISSING_RESULT: &str = "No result was recorded for this call.";
@@ -54,10 +59,23 @@ pub fn encode(request: &TurnRequest, config: &GeminiConfig) -> Result<Value, Pro
     }
 
     let mut generation = Map::new();
-    let budget = request.max_tokens.unwrap_or(config.max_tokens).max(1);
+    let settings = &request.settings;
+    let budget = settings.max_tokens.unwrap_or(config.max_tokens).max(1);
     generation.insert("maxOutputTokens".into(), json!(budget));
-    if let Some(t) = request.temperature.or(config.temperature) {
-        generation.insert("temperature".into(), json!(t));
+    if let Some(t) = settings.temperature.or(config.temperature) {
+        generation.insert("temperature".into(), json!(decimal(t)));
+    }
+    if let Some(p) = settings.top_p {
+        generation.insert("topP".into(), json!(decimal(p)));
+    }
+    if let Some(seed) = settings.seed {
+        // The API's seed is an int32: keep the low 31 bits, so one seed
+        // still always means the same sampling.
+        generation.insert("seed".into(), json!(seed & 0x7fff_ffff));
+    }
+    let stop = capped_stop("Gemini", &settings.stop, Some(GEMINI_STOP_LIMIT));
+    if !stop.is_empty() {
+        generation.insert("stopSequences".into(), json!(stop));
     }
     let thoughts = config.include_thoughts.unwrap_or_else(|| thinks(model));
     if thoughts || config.thinking_budget.is_some() {

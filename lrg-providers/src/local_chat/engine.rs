@@ -42,6 +42,9 @@ pub struct EngineTurn {
     pub max_tokens: u32,
     /// Sampling temperature (0 = greedy).
     pub temperature: f32,
+    /// Nucleus sampling: sample only among the likeliest allowed tokens whose
+    /// probabilities add up to this (`None`: all allowed tokens).
+    pub top_p: Option<f32>,
     /// Sampling seed, for reproducible runs.
     pub seed: Option<u32>,
 }

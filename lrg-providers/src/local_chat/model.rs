@@ -94,7 +94,8 @@ impl LocalChatModel {
         self
     }
 
-    /// Sampling seed passed to the engine, for reproducible sampled runs.
+    /// Sampling seed passed to the engine for requests that set none, for
+    /// reproducible sampled runs.
     pub fn with_seed(mut self, seed: Option<u32>) -> Self {
         self.seed = seed;
         self
@@ -114,6 +115,7 @@ impl LocalChatModel {
 
     fn prepare(&self, request: &TurnRequest) -> (EngineTurn, Vec<OfferedTool>) {
         let tools = offer_tools(&request.tools);
+        let settings = &request.settings;
         let turn = EngineTurn {
             messages: render(
                 request.system.as_deref(),
@@ -122,10 +124,14 @@ impl LocalChatModel {
                 self.max_images,
             ),
             schema: schema_for(&tools),
-            max_tokens: request.max_tokens.unwrap_or(self.default_max_tokens),
-            temperature: request.temperature.unwrap_or(self.default_temperature),
-            seed: self.seed,
+            max_tokens: settings.max_tokens.unwrap_or(self.default_max_tokens),
+            temperature: settings.temperature.unwrap_or(self.default_temperature),
+            top_p: settings.top_p,
+            seed: settings.seed.or(self.seed),
         };
+        // The answer is JSON its grammar closes: a stop sequence would cut it
+        // mid-object.
+        crate::generation::dropped("local engine", &[("stop", !settings.stop.is_empty())]);
         (turn, tools)
     }
 }

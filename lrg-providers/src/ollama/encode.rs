@@ -46,7 +46,8 @@ pub fn encode(request: &TurnRequest, config: &OllamaConfig) -> Result<Value, Pro
     pending.flush(&mut messages);
 
     let mut options = Map::new();
-    let budget = request
+    let settings = &request.settings;
+    let budget = settings
         .max_tokens
         .or(config.max_tokens)
         .unwrap_or(DEFAULT_NUM_PREDICT);
@@ -57,8 +58,17 @@ pub fn encode(request: &TurnRequest, config: &OllamaConfig) -> Result<Value, Pro
     if let Some(window) = config.context_window {
         options.insert("num_ctx".into(), Value::from(window));
     }
-    if let Some(t) = request.temperature.or(config.temperature) {
+    if let Some(t) = settings.temperature.or(config.temperature) {
         options.insert("temperature".into(), Value::from(decimal(t)));
+    }
+    if let Some(p) = settings.top_p {
+        options.insert("top_p".into(), Value::from(decimal(p)));
+    }
+    if let Some(seed) = settings.seed {
+        options.insert("seed".into(), Value::from(seed));
+    }
+    if !settings.stop.is_empty() {
+        options.insert("stop".into(), json!(settings.stop));
     }
     let mut body = Map::new();
     body.insert("model".into(), Value::String(config.model.clone()));

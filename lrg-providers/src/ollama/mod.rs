@@ -52,6 +52,10 @@ pub struct OllamaConfig {
     pub think: Option<bool>,
     /// Context window, when the caller knows it (from the model list).
     pub context_window: Option<u32>,
+    /// Whether the model sees images (default: assumed, the server refuses
+    /// them when it does not); reported in [`ModelInfo::vision`], so a
+    /// session sends a text placeholder in place of each image when not.
+    pub vision: bool,
     /// Timeouts.
     pub transport: TransportConfig,
 }
@@ -66,6 +70,7 @@ impl OllamaConfig {
             temperature: None,
             think: None,
             context_window: None,
+            vision: true,
             transport: TransportConfig::default(),
         }
     }
@@ -110,6 +115,12 @@ impl OllamaConfig {
     /// With a known context window.
     pub fn with_context_window(mut self, tokens: u32) -> Self {
         self.context_window = Some(tokens);
+        self
+    }
+
+    /// Whether the model sees images (as its server's model list says).
+    pub fn with_vision(mut self, vision: bool) -> Self {
+        self.vision = vision;
         self
     }
 }
@@ -213,6 +224,7 @@ impl ChatModel for OllamaChat {
         ModelInfo::new("ollama", self.config.model.clone(), ModelLocation::Server)
             .context_window(self.config.context_window)
             .sends_to(self.info_sends_to())
+            .vision(self.config.vision)
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

@@ -54,8 +54,14 @@ pub struct Dialect {
     pub max_tokens_field: MaxTokensField,
     /// Answer budget when neither the request nor the config sets one.
     pub default_max_tokens: u32,
-    /// Whether a temperature is sent (OpenAI's reasoning models reject one).
-    pub send_temperature: bool,
+    /// Model-name prefixes of reasoning models, which reject `temperature`,
+    /// `top_p` and `stop` (OpenAI's o-series and gpt-5): those settings are
+    /// dropped for them.
+    pub reasoning_prefixes: &'static [&'static str],
+    /// The field carrying the sampling seed (`seed`; Mistral's `random_seed`).
+    pub seed_field: &'static str,
+    /// Most stop sequences the API takes (`None`: no limit); the rest are dropped.
+    pub stop_limit: Option<usize>,
     /// Whether to ask for usage in the stream (`stream_options.include_usage`).
     pub stream_usage: bool,
     /// Delta fields read as reasoning, in order; the first present one is used
@@ -64,6 +70,10 @@ pub struct Dialect {
     /// Newest images kept attached (`None`: all; a cloud bills every resend).
     pub image_limit: Option<usize>,
 }
+
+/// Model-name prefixes of OpenAI's reasoning models (Chat Completions and
+/// the Responses API alike).
+pub(crate) const OPENAI_REASONING_PREFIXES: &[&str] = &["o1", "o3", "o4", "gpt-5", "codex"];
 
 const BOTH_REASONING: &[ReasoningField] =
     &[ReasoningField::ReasoningContent, ReasoningField::Reasoning];
@@ -80,7 +90,9 @@ impl Dialect {
         key_required: true,
         max_tokens_field: MaxTokensField::MaxCompletionTokens,
         default_max_tokens: 8_192,
-        send_temperature: false,
+        reasoning_prefixes: OPENAI_REASONING_PREFIXES,
+        seed_field: "seed",
+        stop_limit: Some(4),
         stream_usage: true,
         reasoning_fields: &[],
         image_limit: Some(crate::images::CLOUD_IMAGE_LIMIT),
@@ -174,6 +186,7 @@ impl Dialect {
         base_url_env: Some("MISTRAL_BASE_URL"),
         key_env: &["MISTRAL_API_KEY"],
         stream_usage: false,
+        seed_field: "random_seed",
         ..Self::CLOUD
     };
 
@@ -189,7 +202,10 @@ impl Dialect {
         key_required: true,
         max_tokens_field: MaxTokensField::MaxTokens,
         default_max_tokens: 8_192,
-        send_temperature: true,
+        reasoning_prefixes: &[],
+        seed_field: "seed",
+        // OpenAI's limit, which hosted copies of its API tend to share.
+        stop_limit: Some(4),
         stream_usage: true,
         reasoning_fields: BOTH_REASONING,
         image_limit: Some(crate::images::CLOUD_IMAGE_LIMIT),
@@ -214,6 +230,11 @@ impl Dialect {
         }
     }
 
+    /// Whether `model` is one of this dialect's reasoning models.
+    pub fn is_reasoning_model(&self, model: &str) -> bool {
+        self.reasoning_prefixes.iter().any(|p| model.starts_with(p))
+    }
+
     const SERVER: Dialect = Dialect {
         name: "OpenAI-compatible server",
         provider: "server",
@@ -226,7 +247,9 @@ impl Dialect {
         key_required: false,
         max_tokens_field: MaxTokensField::MaxTokens,
         default_max_tokens: 2_048,
-        send_temperature: true,
+        reasoning_prefixes: &[],
+        seed_field: "seed",
+        stop_limit: None,
         stream_usage: true,
         reasoning_fields: BOTH_REASONING,
         image_limit: None,

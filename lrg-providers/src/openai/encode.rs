@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value, json};
 
 use super::OpenAiConfig;
+use crate::generation::{capped_stop, dropped};
 use crate::images::limit_images;
 use crate::schema::{SchemaTarget, portable_tool_schema};
 use crate::{
@@ -82,7 +83,8 @@ pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Result<Value, Pro
     if dialect.stream_usage {
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    let max_tokens = request
+    let settings = &request.settings;
+    let max_tokens = settings
         .max_tokens
         .or(config.max_tokens)
         .unwrap_or(dialect.default_max_tokens);
@@ -90,10 +92,31 @@ pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Result<Value, Pro
         dialect.max_tokens_field.as_str().into(),
         Value::from(max_tokens),
     );
-    if let Some(t) = request.temperature.or(config.temperature)
-        && dialect.send_temperature
-    {
-        body.insert("temperature".into(), Value::from(decimal(t)));
+    let temperature = settings.temperature.or(config.temperature);
+    if dialect.is_reasoning_model(&config.model) {
+        // Reasoning models refuse sampling settings and stop sequences.
+        dropped(
+            dialect.name,
+            &[
+                ("temperature", temperature.is_some()),
+                ("top_p", settings.top_p.is_some()),
+                ("stop", !settings.stop.is_empty()),
+            ],
+        );
+    } else {
+        if let Some(t) = temperature {
+            body.insert("temperature".into(), Value::from(decimal(t)));
+        }
+        if let Some(p) = settings.top_p {
+            body.insert("top_p".into(), Value::from(decimal(p)));
+        }
+        let stop = capped_stop(dialect.name, &settings.stop, dialect.stop_limit);
+        if !stop.is_empty() {
+            body.insert("stop".into(), json!(stop));
+        }
+    }
+    if let Some(seed) = settings.seed {
+        body.insert(dialect.seed_field.into(), Value::from(seed));
     }
     Ok(Value::Object(body))
 }

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use decode::OpenAiDecoder;
 pub(crate) use decode::{CallIds, frame_error, parse_arguments, stream_error};
+pub(crate) use dialect::OPENAI_REASONING_PREFIXES;
 pub use dialect::{Dialect, MaxTokensField, ReasoningField};
 pub use encode::encode;
 pub(crate) use encode::{decimal, function_tool};
@@ -54,6 +55,10 @@ pub struct OpenAiConfig {
     pub temperature: Option<f32>,
     /// Context window, when the caller knows it (from the model list).
     pub context_window: Option<u32>,
+    /// Whether the model sees images (default: assumed, the server refuses
+    /// them when it does not); reported in [`ModelInfo::vision`], so a
+    /// session sends a text placeholder in place of each image when not.
+    pub vision: bool,
     /// Timeouts.
     pub transport: TransportConfig,
     /// Whether tools go natively or as text in the model family's format.
@@ -71,6 +76,7 @@ impl OpenAiConfig {
             max_tokens: None,
             temperature: None,
             context_window: None,
+            vision: true,
             transport: TransportConfig::default(),
             tool_mode: ToolMode::Native,
         }
@@ -136,6 +142,12 @@ impl OpenAiConfig {
     /// With a known context window.
     pub fn with_context_window(mut self, tokens: u32) -> Self {
         self.context_window = Some(tokens);
+        self
+    }
+
+    /// Whether the model sees images (as its server's model list says).
+    pub fn with_vision(mut self, vision: bool) -> Self {
+        self.vision = vision;
         self
     }
 
@@ -222,6 +234,7 @@ impl ChatModel for OpenAiChat {
         )
         .context_window(self.config.context_window)
         .sends_to(sends_to(&self.config.base_url))
+        .vision(self.config.vision)
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

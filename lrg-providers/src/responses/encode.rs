@@ -11,6 +11,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{RESPONSE_ID, ResponsesConfig};
+use crate::generation::dropped;
 use crate::images::{CLOUD_IMAGE_LIMIT, limit_images};
 use crate::openai::{decimal, function_tool};
 use crate::{
@@ -85,17 +86,38 @@ pub fn encode(request: &TurnRequest, config: &ResponsesConfig) -> Result<Value, 
             body.insert("include".into(), json!(["reasoning.encrypted_content"]));
         }
     }
-    let max_tokens = request
+    let settings = &request.settings;
+    let max_tokens = settings
         .max_tokens
         .or(config.max_tokens)
         .unwrap_or(config.host.default_max_tokens);
     body.insert("max_output_tokens".into(), Value::from(max_tokens));
-    // Reasoning models reject a temperature.
-    if let Some(t) = request.temperature.or(config.temperature)
-        && !reasoning
-    {
-        body.insert("temperature".into(), Value::from(decimal(t)));
+    let temperature = settings.temperature.or(config.temperature);
+    // Reasoning models reject sampling settings.
+    if reasoning {
+        dropped(
+            config.host.name,
+            &[
+                ("temperature", temperature.is_some()),
+                ("top_p", settings.top_p.is_some()),
+            ],
+        );
+    } else {
+        if let Some(t) = temperature {
+            body.insert("temperature".into(), Value::from(decimal(t)));
+        }
+        if let Some(p) = settings.top_p {
+            body.insert("top_p".into(), Value::from(decimal(p)));
+        }
     }
+    // The Responses API has neither a seed nor stop sequences.
+    dropped(
+        config.host.name,
+        &[
+            ("seed", settings.seed.is_some()),
+            ("stop", !settings.stop.is_empty()),
+        ],
+    );
     Ok(Value::Object(body))
 }
 

@@ -36,7 +36,7 @@ impl ResponsesHost {
         default_base_url: "https://api.openai.com/v1",
         base_url_env: "OPENAI_BASE_URL",
         key_env: &["OPENAI_API_KEY"],
-        reasoning_prefixes: &["o1", "o3", "o4", "gpt-5", "codex"],
+        reasoning_prefixes: crate::openai::OPENAI_REASONING_PREFIXES,
         reasoning_summary: true,
         default_max_tokens: 16_384,
     };

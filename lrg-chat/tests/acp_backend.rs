@@ -1,0 +1,126 @@
+//! [`AcpBackend`] against a fixture ACP agent built with the crate's agent
+//! side (`tests/bin/acp_agent.rs`): every update kind, a permission round
+//! trip through the chat's approvals, stop → `session/cancel`, and a dead
+//! agent started again by the next message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod session_support;
+
+use std::sync::Arc;
+
+use lrg_chat::acp::AcpBackend;
+use lrg_chat::events::Event;
+use lrg_chat::{Answer, ChatSession, FixedModel, TurnOutcome};
+use lrg_providers::ProviderError;
+use session_support::*;
+
+fn chat() -> (ChatSession, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = env!("CARGO_BIN_EXE_lrg-test-acp-agent").to_string();
+    let backend = AcpBackend::new(vec![agent], dir.path()).unwrap();
+    let session = ChatSession::builder(Arc::new(FixedModel::new(backend))).build();
+    (session, dir)
+}
+
+/// Send `text`, answering the agent's one question with `answer`.
+async fn exchange(session: &ChatSession, text: &str, answer: Answer) -> TurnOutcome {
+    let mut sub = session.subscribe(session.events().last_seq());
+    let handle = session.send(text).unwrap();
+    let call = next_approval(&mut sub).await;
+    session.answer_approval(&call, answer).unwrap();
+    finish(handle).await
+}
+
+#[tokio::test]
+async fn every_update_kind_becomes_a_chat_event() {
+    let (session, _dir) = chat();
+    let outcome = exchange(&session, "write it", Answer::Once).await;
+    assert_eq!(
+        outcome,
+        TurnOutcome::Completed {
+            text: "Writing a.txt.\nDone.".into()
+        }
+    );
+    snapshot!(log(&session));
+    // The agent keeps its own tool calls: lrg's history has the answer only.
+    assert_eq!(session.history().len(), 2);
+}
+
+#[tokio::test]
+async fn a_denied_question_is_the_agents_rejection() {
+    let (session, _dir) = chat();
+    let outcome = exchange(&session, "write it", Answer::deny_with("not now")).await;
+    assert_eq!(
+        outcome,
+        TurnOutcome::Completed {
+            text: "Writing a.txt.\nNot written.".into()
+        }
+    );
+    let done: Vec<_> = session
+        .events()
+        .entries()
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolDone { ok, text, .. } => Some((*ok, text.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(done, [(false, "the user said no".to_string())]);
+}
+
+#[tokio::test]
+async fn stop_cancels_the_agents_turn() {
+    let (session, _dir) = chat();
+    let mut sub = session.subscribe(0);
+    let handle = session.send("be slow").unwrap();
+    wait_for(&mut sub, |e| matches!(e, Event::Delta { .. })).await;
+    assert!(session.stop());
+    assert_eq!(finish(handle).await, TurnOutcome::Stopped);
+    // The agent heard the cancel: its next turn is answered normally, with
+    // no tick of the cancelled one in it.
+    let outcome = exchange(&session, "write it", Answer::Once).await;
+    assert_eq!(
+        outcome,
+        TurnOutcome::Completed {
+            text: "Writing a.txt.\nDone.".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_dead_agent_is_a_clear_error_and_the_next_message_starts_it_again() {
+    let (session, _dir) = chat();
+    let outcome = finish(session.send("die").unwrap()).await;
+    let TurnOutcome::Failed {
+        error: ProviderError::Other { message },
+    } = &outcome
+    else {
+        panic!("not a failure: {outcome:?}");
+    };
+    assert!(
+        message.contains("the agent exited")
+            && message.contains("the next message starts it again"),
+        "{message}"
+    );
+    let outcome = exchange(&session, "write it", Answer::Once).await;
+    assert!(
+        matches!(outcome, TurnOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn chats_sharing_a_backend_each_have_their_own_agent_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = env!("CARGO_BIN_EXE_lrg-test-acp-agent").to_string();
+    let backend = Arc::new(AcpBackend::new(vec![agent], dir.path()).unwrap());
+    let chat = || ChatSession::builder(Arc::new(FixedModel(backend.clone()))).build();
+    let (a, b) = (chat(), chat());
+    let who = async |session: &ChatSession| match finish(session.send("who").unwrap()).await {
+        TurnOutcome::Completed { text } => text,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(who(&a).await, "session s1");
+    assert_eq!(who(&b).await, "session s2");
+    assert_eq!(who(&a).await, "session s1");
+}

@@ -1,0 +1,207 @@
+//! `lrg acp`: lrg as an Agent Client Protocol agent on stdin/stdout, for
+//! editors. The protocol is [`lrg_chat::acp`]'s; this builds its sessions
+//! from the flags: model, tools (the client's MCP servers join `--mcp`'s),
+//! permissions and, with `--store`, kept sessions that `session/load`
+//! resumes. Stdout is the protocol's: everything else goes to stderr.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use lrg_chat::acp::{AcpError, AcpSession, ModelChoice, SessionFactory, SessionSpec};
+use lrg_chat::session::ChatSessionBuilder;
+use lrg_chat::store::{ModelBinding, RESUME_ROWS, SessionId, SessionMeta, SessionStore};
+use lrg_chat::tools::{McpConfig, McpServerConfig, ToolHost};
+use lrg_chat::{ChatSession, FixedModel, Permissions};
+use lrg_providers::ModelLocation;
+use lrg_providers::catalog::ModelCatalog;
+
+use crate::cli::{AcpArgs, ModelArgs};
+use crate::exit::{CliError, Exit};
+
+/// Serve ACP on stdio until the client closes stdin.
+pub async fn acp(args: AcpArgs) -> Result<Exit, CliError> {
+    let permissions = crate::setup::permissions(&args.permissions)?;
+    let own = crate::tools::servers(&args.tools)?;
+    // A bad --model is a usage error now, not at every session/new.
+    crate::resolve::resolve(&args.model, None).await?;
+    let store = match &args.store.store {
+        Some(_) => Some(crate::sessions::open_store(&args.store).await?),
+        None => None,
+    };
+    let factory = Arc::new(Sessions {
+        model: args.model,
+        own,
+        permissions,
+        system: args.system,
+        max_steps: args.max_steps,
+        store,
+    });
+    lrg_chat::acp::serve_stdio(factory)
+        .await
+        .map_err(CliError::failed)?;
+    Ok(Exit::Replied)
+}
+
+/// How `lrg acp` builds a session: as `run`/`chat` would from the same flags.
+struct Sessions {
+    model: ModelArgs,
+    own: McpConfig,
+    permissions: Arc<Permissions>,
+    system: Option<String>,
+    max_steps: Option<u32>,
+    store: Option<Arc<dyn SessionStore>>,
+}
+
+impl Sessions {
+    /// The session's model, tools and builder; `model` overrides `--model`.
+    async fn build(&self, spec: &SessionSpec, model: Option<&str>) -> Result<Built, AcpError> {
+        let mut args = self.model.clone();
+        if let Some(model) = model.or(spec.model.as_deref()) {
+            args.model = Some(model.to_string());
+        }
+        // Provider futures are not provably Send (see serve.rs).
+        let model = crate::serve::on_blocking_thread(move || async move {
+            crate::resolve::resolve(&args, None)
+                .await
+                .map(|r| r.model)
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .and_then(|r| r)
+        .map_err(AcpError::Session)?;
+        let info = model.info();
+        if let Some(host) = &info.sends_to {
+            eprintln!("lrg acp: this conversation is sent to {host}");
+        }
+        let host = Arc::new(ToolHost::new());
+        let failures = host.add_mcp_config(&tools(&self.own, spec)).await;
+        for failure in failures {
+            eprintln!("lrg acp: warning: {failure} (its tools are missing)");
+        }
+        let mut builder = ChatSession::builder(Arc::new(FixedModel(model)))
+            .tools(host.clone())
+            .permissions(self.permissions.clone())
+            .local_only(self.model.local_only);
+        if let Some(system) = &self.system {
+            builder = builder.system_prompt(system.clone());
+        }
+        if let Some(steps) = self.max_steps {
+            builder = builder.max_steps(steps as usize);
+        }
+        Ok(Built {
+            builder,
+            host,
+            model: info.id(),
+        })
+    }
+}
+
+/// A session's parts, before it is built.
+struct Built {
+    builder: ChatSessionBuilder,
+    host: Arc<ToolHost>,
+    model: String,
+}
+
+impl Built {
+    fn finish(self) -> AcpSession {
+        AcpSession::new(self.builder.build(), self.model).with_host(self.host)
+    }
+}
+
+/// lrg's own servers first, then the client's, renamed `<name>_2` ... when
+/// a name is taken; the client's child servers run in the session's
+/// directory.
+fn tools(own: &McpConfig, spec: &SessionSpec) -> McpConfig {
+    let mut servers = own.servers.clone();
+    for (name, config) in &spec.mcp.servers {
+        let mut config = config.clone();
+        if let McpServerConfig::Stdio(child) = &mut config
+            && child.cwd.is_none()
+            && spec.cwd.is_dir()
+        {
+            child.cwd = Some(spec.cwd.clone());
+        }
+        let mut unique = name.clone();
+        let mut n = 2;
+        while servers.iter().any(|(taken, _)| *taken == unique) {
+            unique = format!("{name}_{n}");
+            n += 1;
+        }
+        servers.push((unique, config));
+    }
+    McpConfig::new(servers)
+}
+
+fn store_error(e: impl std::fmt::Display) -> AcpError {
+    AcpError::Session(format!("session store: {e}"))
+}
+
+impl SessionFactory for Sessions {
+    fn open(&self, spec: SessionSpec) -> BoxFuture<'_, Result<AcpSession, AcpError>> {
+        Box::pin(async move {
+            let mut built = self.build(&spec, None).await?;
+            if let Some(store) = &self.store {
+                let meta = SessionMeta::new(ModelBinding::new(built.model.clone()));
+                if let Err(e) = store.create(&meta).await {
+                    built.host.shutdown().await;
+                    return Err(store_error(e));
+                }
+                built.builder = built.builder.store(store.clone(), meta.id);
+            }
+            Ok(built.finish())
+        })
+    }
+
+    fn can_load(&self) -> bool {
+        self.store.is_some()
+    }
+
+    fn load<'a>(
+        &'a self,
+        id: &'a str,
+        spec: SessionSpec,
+    ) -> BoxFuture<'a, Result<AcpSession, AcpError>> {
+        Box::pin(async move {
+            let Some(store) = &self.store else {
+                return Err(AcpError::Unsupported(
+                    "sessions are not kept: start `lrg acp` with --store".into(),
+                ));
+            };
+            let sid: SessionId = id
+                .parse()
+                .map_err(|_| AcpError::NotFound(format!("unknown session id `{id}`")))?;
+            let stored = store.resume(&sid, RESUME_ROWS).await.map_err(|e| match e {
+                lrg_chat::store::StoreError::NotFound(_) => {
+                    AcpError::NotFound(format!("unknown session id `{id}`"))
+                }
+                other => store_error(other),
+            })?;
+            // A kept chat goes on with the model it was made with.
+            let model = stored.meta.model.model.clone();
+            let mut built = self.build(&spec, Some(&model)).await?;
+            built.builder = built.builder.store(store.clone(), sid).resumed(stored);
+            Ok(built.finish())
+        })
+    }
+
+    fn models(&self) -> BoxFuture<'_, Vec<ModelChoice>> {
+        let args = self.model.clone();
+        Box::pin(async move {
+            crate::serve::on_blocking_thread(move || async move {
+                let connections =
+                    crate::providers::connections(&args, Some(lrg_providers::Provider::Server));
+                let listing = ModelCatalog::new(connections).list().await;
+                listing
+                    .iter()
+                    .filter(|g| g.availability.is_available())
+                    .filter(|g| !args.local_only || g.locality != ModelLocation::Cloud)
+                    .flat_map(|g| g.models.iter())
+                    .map(|m| ModelChoice::new(m.id.clone(), m.name.clone().unwrap_or(m.id.clone())))
+                    .collect()
+            })
+            .await
+            .unwrap_or_default()
+        })
+    }
+}
