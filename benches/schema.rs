@@ -49,9 +49,7 @@ fn shaping(c: &mut Criterion) {
             for tool in &tools {
                 let shaped =
                     grammar_schema(black_box(tool), STRING_CAP).unwrap_or_else(|e| panic!("{e}"));
-                branches += split_choice(shaped)
-                    .unwrap_or_else(|e| panic!("{e}"))
-                    .len();
+                branches += split_choice(shaped).unwrap_or_else(|e| panic!("{e}")).len();
             }
             branches
         });
