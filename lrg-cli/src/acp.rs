@@ -60,15 +60,9 @@ impl Sessions {
             args.model = Some(model.to_string());
         }
         // Provider futures are not provably Send (see serve.rs).
-        let model = crate::serve::on_blocking_thread(move || async move {
-            crate::resolve::resolve(&args, None)
-                .await
-                .map(|r| r.model)
-                .map_err(|e| e.to_string())
-        })
-        .await
-        .and_then(|r| r)
-        .map_err(AcpError::Session)?;
+        let model = crate::serve::resolve_on_blocking_thread(args)
+            .await
+            .map_err(AcpError::Session)?;
         let info = model.info();
         if let Some(host) = &info.sends_to {
             eprintln!("lrg acp: this conversation is sent to {host}");

@@ -94,15 +94,9 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
             local_only: model_args.local_only,
         };
         Box::pin(async move {
-            on_blocking_thread(move || async move {
-                crate::resolve::resolve(&model_args, None)
-                    .await
-                    .map(|r| r.model)
-                    .map_err(|e| e.to_string())
-            })
-            .await
-            .and_then(|r| r)
-            .map_err(|message| ProviderError::Config { message })
+            resolve_on_blocking_thread(model_args)
+                .await
+                .map_err(|message| ProviderError::Config { message })
         })
     })
     .session_config(session_config);
@@ -232,6 +226,21 @@ fn write_private(
 ) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(path, token)
+}
+
+/// Resolves `args` to a model on a blocking thread (see
+/// [`on_blocking_thread`]); the error is the message to show.
+pub(crate) async fn resolve_on_blocking_thread(
+    args: ModelArgs,
+) -> Result<Arc<dyn lrg_providers::ChatModel>, String> {
+    on_blocking_thread(move || async move {
+        crate::resolve::resolve(&args, None)
+            .await
+            .map(|r| r.model)
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .and_then(|r| r)
 }
 
 /// Run `work` to completion on a blocking thread of this runtime. The
