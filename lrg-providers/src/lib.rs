@@ -4,6 +4,7 @@ mod endpoint;
 mod error;
 mod generation;
 mod message;
+mod messages;
 mod model;
 mod model_ref;
 mod overflow;
@@ -38,6 +39,7 @@ pub use generation::{GenerationSettings, InvalidSetting};
 pub use message::{
     Image, Message, NativePart, Part, Role, ToolAnnotations, ToolCall, ToolResult, ToolSpec,
 };
+pub use messages::Messages;
 pub use model::{
     AssistantTurn, ChatModel, ModelInfo, ModelLocation, StopReason, TurnEvent, TurnRequest,
     TurnStream, Usage, collect_turn,

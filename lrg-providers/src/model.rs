@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    GenerationSettings, Message, NativePart, Part, ProviderError, Role, ToolCall, ToolSpec,
+    GenerationSettings, Message, Messages, NativePart, Part, ProviderError, Role, ToolCall,
+    ToolSpec,
 };
 
 /// Everything a model needs for one assistant turn.
@@ -28,8 +29,9 @@ pub struct TurnRequest {
     /// The system prompt, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
-    /// The conversation so far, oldest first.
-    pub messages: Vec<Message>,
+    /// The conversation so far, oldest first; shared with the history it
+    /// came from, so cloning a request copies no message ([`Messages`]).
+    pub messages: Messages,
     /// The tools the model may call (empty: a tool-free completion).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
@@ -42,9 +44,9 @@ pub struct TurnRequest {
 impl TurnRequest {
     /// A request for `messages`, with no system prompt, no tools and the
     /// adapter's default budget and temperature.
-    pub fn new(messages: Vec<Message>) -> Self {
+    pub fn new(messages: impl Into<Messages>) -> Self {
         Self {
-            messages,
+            messages: messages.into(),
             ..Self::default()
         }
     }

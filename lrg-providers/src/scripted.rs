@@ -254,7 +254,7 @@ mod tests {
         )
         .unwrap();
         let req = TurnRequest {
-            messages: vec![Message::user("hi")],
+            messages: vec![Message::user("hi")].into(),
             ..Default::default()
         };
         let turn = collect_turn(model.turn(req.clone(), CancellationToken::new()))

@@ -60,7 +60,7 @@ fn ask(text: &str) -> TurnRequest {
 
 /// `request` with `messages` as its conversation.
 fn with_messages(mut request: TurnRequest, messages: Vec<Message>) -> TurnRequest {
-    request.messages = messages;
+    request.messages = messages.into();
     request
 }
 
@@ -153,7 +153,7 @@ async fn a_second_turn_resumes_with_only_the_new_tail() {
     let first = ask("hi");
     let answer = turn(&model, first.clone()).await.unwrap();
     assert_eq!(answer.text(), "Hello there");
-    let mut history = first.messages.clone();
+    let mut history = first.messages.to_vec();
     history.push(answer.into_message());
     history.push(Message::user("and how are you?"));
     let second = with_messages(first.clone(), history.clone());

@@ -113,7 +113,7 @@ async fn a_changed_request_fails_with_a_unified_diff() {
 
     let replay = ReplayModel::from_file(&path).unwrap();
     let mut changed = first_request();
-    changed.messages = vec![Message::user("what is there?")];
+    changed.messages = vec![Message::user("what is there?")].into();
     let got = events(replay.turn(changed, CancellationToken::new())).await;
     assert_eq!(got.len(), 1, "only the error: {got:?}");
     let err = got.into_iter().next().unwrap().unwrap_err();

@@ -130,8 +130,11 @@ fn ask(text: &str) -> TurnRequest {
 }
 
 /// `request` with `messages` as its conversation.
-fn with_messages(mut request: TurnRequest, messages: Vec<Message>) -> TurnRequest {
-    request.messages = messages;
+fn with_messages(
+    mut request: TurnRequest,
+    messages: impl Into<lrg_providers::Messages>,
+) -> TurnRequest {
+    request.messages = messages.into();
     request
 }
 

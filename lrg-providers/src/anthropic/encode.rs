@@ -426,7 +426,8 @@ mod tests {
                 Message::user("hi"),
                 msg,
                 Message::tool_results([ToolResult::text(&call("a"), "ok", false)]),
-            ],
+            ]
+            .into(),
             ..Default::default()
         };
         let body = encode(&req, &config()).unwrap();
@@ -450,7 +451,8 @@ mod tests {
                 assistant,
                 Message::tool_results([ToolResult::text(&call("b"), "B", false), stray]),
                 Message::user("and?"),
-            ],
+            ]
+            .into(),
             ..Default::default()
         };
         let body = encode(&req, &config()).unwrap();
@@ -484,7 +486,7 @@ mod tests {
             annotations: Default::default(),
         };
         let req = TurnRequest {
-            messages: vec![Message::user("x")],
+            messages: vec![Message::user("x")].into(),
             tools: vec![tool],
             ..Default::default()
         };

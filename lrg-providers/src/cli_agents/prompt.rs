@@ -127,7 +127,7 @@ mod tests {
     fn request(messages: Vec<Message>) -> TurnRequest {
         TurnRequest {
             system: Some("Be brief.".into()),
-            messages,
+            messages: messages.into(),
             ..Default::default()
         }
     }

@@ -427,7 +427,8 @@ mod tests {
                 Message::user("q"),
                 assistant,
                 Message::tool_results([ToolResult::text(&call("c1"), "one", false)]),
-            ],
+            ]
+            .into(),
             ..Default::default()
         };
         let cfg = GeminiConfig::new("gemini-2.5-flash", ApiKey::new("k"));
@@ -473,7 +474,8 @@ mod tests {
                 assistant,
                 results,
                 Message::user("please"),
-            ],
+            ]
+            .into(),
             ..Default::default()
         };
         let body = encode(&req, &GeminiConfig::new("gemini-3-pro", ApiKey::new("k"))).unwrap();
@@ -501,7 +503,7 @@ mod tests {
             annotations: Default::default(),
         };
         let req = TurnRequest {
-            messages: vec![Message::user("x")],
+            messages: vec![Message::user("x")].into(),
             tools: vec![tool],
             ..Default::default()
         };
@@ -537,7 +539,7 @@ mod tests {
         let cfg = GeminiConfig::new("gemini-2.0-flash", ApiKey::new("k"));
         let body = encode(
             &TurnRequest {
-                messages: vec![Message::user("x")],
+                messages: vec![Message::user("x")].into(),
                 ..Default::default()
             },
             &cfg,

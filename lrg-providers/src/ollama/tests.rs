@@ -260,7 +260,7 @@ fn model_lists() {
 #[test]
 fn a_known_window_is_sent_as_num_ctx() {
     let request = TurnRequest {
-        messages: vec![crate::Message::user("hi")],
+        messages: vec![crate::Message::user("hi")].into(),
         ..Default::default()
     };
     let config = OllamaConfig::new(DEFAULT_HOST, "qwen3:8b");

@@ -80,7 +80,8 @@ impl TextTurn {
                 None => prompt,
             });
             request.tools.clear();
-            request.messages = as_text_history(format, std::mem::take(&mut request.messages));
+            request.messages =
+                as_text_history(format, std::mem::take(&mut request.messages).into_vec()).into();
         }
         Self {
             request,
