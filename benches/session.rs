@@ -15,7 +15,7 @@ use lrg_chat::context::{self, Budget, ContextPolicy};
 use lrg_chat::events::{Event, EventLog};
 use lrg_chat::{ChatSession, FixedModel, Permissions};
 use lrg_providers::{
-    Message, ModelInfo, ModelLocation, Part, Role, ScriptedModel, ScriptedTurn, ToolCall,
+    Message, Messages, ModelInfo, ModelLocation, Part, Role, ScriptedModel, ScriptedTurn, ToolCall,
     ToolResult,
 };
 use serde_json::json;
@@ -127,9 +127,9 @@ fn fan_out(c: &mut Criterion) {
 }
 
 /// 2,500 exchanges of a user message, a tool call, its ~1,500-character
-/// result and a reply: 10,000 messages.
-fn long_history() -> Vec<Message> {
-    let mut history = Vec::with_capacity(10_000);
+/// result and a reply: 10,000 messages, shared as a session keeps them.
+fn long_history() -> Messages {
+    let mut history: Vec<Message> = Vec::with_capacity(10_000);
     for n in 0..2_500 {
         let call = ToolCall {
             id: format!("call_{n}"),
@@ -151,7 +151,7 @@ fn long_history() -> Vec<Message> {
             "because ".repeat(20)
         )));
     }
-    history
+    history.into()
 }
 
 fn fitting(c: &mut Criterion) {

@@ -13,10 +13,12 @@
 //! A session fits its history before every model turn. It keeps each
 //! message's estimate with the history ([`Estimates`]), so a fit measures
 //! only what was added since the last one and is otherwise a walk over
-//! numbers ([`fit_estimated`]).
+//! numbers ([`fit_estimated`]). The history is a shared [`Messages`]: when
+//! nothing gives way, what is sent is that same history (a reference-count
+//! bump), not a copy of every message.
 
 use lrg_providers::images::{count_images, replace_images};
-use lrg_providers::{Message, ModelInfo, ModelLocation, Part, Role};
+use lrg_providers::{Message, Messages, ModelInfo, ModelLocation, Part, Role};
 
 /// Characters per estimated token.
 pub const CHARS_PER_TOKEN: usize = 3;
@@ -214,8 +216,9 @@ pub fn learn_overhead(prompt_tokens: u32, sent: &[Message], image_tokens: u32) -
 /// A conversation fitted into a budget.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fitted {
-    /// What to send.
-    pub messages: Vec<Message>,
+    /// What to send: the history itself (shared, not copied) when nothing
+    /// gave way.
+    pub messages: Messages,
     /// Its estimated size, overhead and answer reserve included.
     pub estimated_tokens: u32,
     /// Tool results whose content was replaced by [`RESULT_PLACEHOLDER`].
@@ -232,13 +235,13 @@ pub struct Fitted {
 /// `messages` as `model` can take them: for a model that cannot see images,
 /// each image becomes a short note of what it was
 /// ([`lrg_providers::images::image_note`]), so the chat goes on.
-pub fn shown_to(model: &ModelInfo, messages: Vec<Message>) -> Vec<Message> {
+pub fn shown_to(model: &ModelInfo, messages: Messages) -> Messages {
     if model.vision {
         return messages;
     }
     match lrg_providers::images::describe_images(&messages) {
         std::borrow::Cow::Borrowed(_) => messages,
-        std::borrow::Cow::Owned(described) => described,
+        std::borrow::Cow::Owned(described) => described.into(),
     }
 }
 
@@ -253,10 +256,10 @@ pub fn last_exchange_start(messages: &[Message]) -> usize {
 /// Fit `history` into `budget`. See the [module docs](self) for the order in
 /// which things give way.
 ///
-/// Decides on the borrowed history first and clones only what is sent, so a
-/// long history whose oldest part is left out costs little more than its
-/// estimate.
-pub fn fit(history: &[Message], budget: &Budget) -> Fitted {
+/// Decides on the borrowed history first and copies only what changes: a
+/// history that fits whole is sent as it is (shared), and a long one whose
+/// oldest part is left out costs little more than its estimate.
+pub fn fit(history: &Messages, budget: &Budget) -> Fitted {
     let sizes: Vec<u32> = history
         .iter()
         .map(|m| estimate_message(m, budget.image_tokens))
@@ -269,7 +272,7 @@ pub fn fit(history: &[Message], budget: &Budget) -> Fitted {
 /// [`Estimates::update`] keeps them. Nothing is measured again but what
 /// gives way. Sizes of another length than the history are not trusted:
 /// the history is measured.
-pub fn fit_estimated(history: &[Message], sizes: &[u32], budget: &Budget) -> Fitted {
+pub fn fit_estimated(history: &Messages, sizes: &[u32], budget: &Budget) -> Fitted {
     if sizes.len() != history.len() {
         return fit(history, budget);
     }
@@ -324,26 +327,14 @@ pub fn fit_estimated(history: &[Message], sizes: &[u32], budget: &Budget) -> Fit
         cut = next;
     }
 
+    let unchanged = cut == 0 && !stripped.contains(&true) && drop_images.iter().all(|&n| n == 0);
     let mut dropped_images = 0;
-    let messages = history[cut..]
-        .iter()
-        .enumerate()
-        .map(|(j, message)| {
-            let i = cut + j;
-            if stripped[i] {
-                strip_results(message)
-            } else if drop_images[i] > 0 {
-                dropped_images += drop_images[i];
-                let mut left = drop_images[i];
-                Message {
-                    role: message.role,
-                    parts: replace_images(&message.parts, &mut left, &|_| IMAGE_PLACEHOLDER.into()),
-                }
-            } else {
-                message.clone()
-            }
-        })
-        .collect();
+    let messages = if unchanged {
+        // The usual case: send the history itself, copying nothing.
+        history.clone()
+    } else {
+        changed(history, cut, &stripped, &drop_images, &mut dropped_images)
+    };
 
     Fitted {
         messages,
@@ -353,6 +344,36 @@ pub fn fit_estimated(history: &[Message], sizes: &[u32], budget: &Budget) -> Fit
         dropped_messages: cut,
         fits: total <= budget.window,
     }
+}
+
+/// The history from `cut` on, with the results of `stripped` messages and
+/// the oldest `drop_images` images replaced by placeholders; the rest cloned.
+fn changed(
+    history: &[Message],
+    cut: usize,
+    stripped: &[bool],
+    drop_images: &[usize],
+    dropped_images: &mut usize,
+) -> Messages {
+    history[cut..]
+        .iter()
+        .enumerate()
+        .map(|(j, message)| {
+            let i = cut + j;
+            if stripped[i] {
+                strip_results(message)
+            } else if drop_images[i] > 0 {
+                *dropped_images += drop_images[i];
+                let mut left = drop_images[i];
+                Message {
+                    role: message.role,
+                    parts: replace_images(&message.parts, &mut left, &|_| IMAGE_PLACEHOLDER.into()),
+                }
+            } else {
+                message.clone()
+            }
+        })
+        .collect()
 }
 
 /// [`estimate_message`] of [`strip_results`]`(message)`, without building it.
@@ -483,7 +504,7 @@ mod tests {
 
     #[test]
     fn kept_estimates_fit_exactly_as_measuring_again() {
-        let mut history = mixed_history(3);
+        let mut history: Messages = mixed_history(3).into();
         let mut estimates = Estimates::new();
         for n in 3..12 {
             history.extend(exchange(n, 900));
@@ -507,7 +528,7 @@ mod tests {
     #[test]
     fn kept_estimates_start_over_when_the_history_is_replaced() {
         let mut estimates = Estimates::new();
-        let long = mixed_history(4);
+        let long: Messages = mixed_history(4).into();
         estimates.update(&long, 0, 600);
         // Replaced by something of the same length: the generation says so.
         let other: Vec<Message> = (0..long.len())
@@ -543,16 +564,20 @@ mod tests {
 
     #[test]
     fn fits_untouched_when_small() {
-        let history: Vec<_> = (0..3).flat_map(|n| exchange(n, 30)).collect();
+        let history: Messages = (0..3).flat_map(|n| exchange(n, 30)).collect();
         let fitted = fit(&history, &budget(10_000));
         assert_eq!(fitted.messages, history);
+        assert!(
+            Messages::ptr_eq(&fitted.messages, &history),
+            "a history that fits is sent as it is, not copied"
+        );
         assert!(fitted.fits);
         assert_eq!((fitted.stripped_results, fitted.dropped_messages), (0, 0));
     }
 
     #[test]
     fn oldest_tool_results_go_first_and_the_last_exchange_stays() {
-        let history: Vec<_> = (0..4).flat_map(|n| exchange(n, 3_000)).collect();
+        let history: Messages = (0..4).flat_map(|n| exchange(n, 3_000)).collect();
         // Each result is ~1,000 tokens; room for about two of them.
         let fitted = fit(&history, &budget(2_600));
         assert!(fitted.fits, "{fitted:?}");
@@ -575,8 +600,8 @@ mod tests {
 
     #[test]
     fn drops_whole_exchanges_when_stripping_is_not_enough() {
-        let mut history: Vec<_> = (0..5).flat_map(|n| exchange(n, 30)).collect();
-        history[4] = Message::user("y".repeat(3_000));
+        let mut history: Messages = (0..5).flat_map(|n| exchange(n, 30)).collect();
+        history.make_mut()[4] = Message::user("y".repeat(3_000));
         let last = exchange(9, 300);
         history.extend(last.clone());
         let fitted = fit(&history, &budget(800));
@@ -602,7 +627,7 @@ mod tests {
             name: "shot".into(),
             arguments: json!({}),
         };
-        let history = vec![
+        let history: Messages = vec![
             Message {
                 role: Role::User,
                 parts: vec![Part::text("look"), image()],
@@ -621,7 +646,8 @@ mod tests {
                 role: Role::User,
                 parts: vec![Part::text("and these"), image(), image(), image()],
             },
-        ];
+        ]
+        .into();
         let fitted = fit(&history, &budget(100_000));
         assert_eq!(
             fitted.dropped_images, 3,

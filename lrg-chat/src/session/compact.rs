@@ -51,7 +51,7 @@ pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> 
     let seq = shared.publish(Event::Compacted {
         summary: summary.clone(),
     });
-    state.history = vec![Message::user(format!("{SUMMARY_PREFIX}{summary}"))];
+    state.history = vec![Message::user(format!("{SUMMARY_PREFIX}{summary}"))].into();
     state.generation += 1;
     state.user_seqs = vec![(0, seq)];
     TurnOutcome::Completed { text: summary }

@@ -36,8 +36,8 @@ use std::task::{Context, Poll};
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use lrg_providers::{
-    GenerationSettings, Image, Message, ModelInfo, Part, ProviderError, RetryPolicy, Role,
-    ToolSpec, Usage,
+    GenerationSettings, Image, Message, Messages, ModelInfo, Part, ProviderError, RetryPolicy,
+    Role, ToolSpec, Usage,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -379,7 +379,10 @@ pub(crate) struct Shared {
 
 #[derive(Default)]
 struct State {
-    history: Vec<Message>,
+    /// Shared with the request of the turn in flight (see
+    /// [`lrg_providers::Messages`]): a turn whose history fits sends it
+    /// without copying, and the request is gone before the next push.
+    history: Messages,
     /// For each user message in `history`: its index and the `seq` of the
     /// event that showed it (what a retry rewinds the view to).
     user_seqs: Vec<(usize, u64)>,
@@ -527,7 +530,7 @@ impl ChatSession {
             return Err(SessionError::Busy);
         }
         let &(index, seq) = state.user_seqs.last().ok_or(SessionError::NothingToRetry)?;
-        state.history.truncate(index + 1);
+        state.history.make_mut().truncate(index + 1);
         state.generation += 1;
         self.shared.publish(Event::Rewound { to_seq: seq });
         Ok(self.start(
@@ -559,7 +562,7 @@ impl ChatSession {
         if state.running.is_some() {
             return Err(SessionError::Busy);
         }
-        state.history.clear();
+        state.history = Messages::new();
         state.user_seqs.clear();
         state.generation += 1;
         state.chat_allowed.clear();
@@ -723,7 +726,7 @@ impl ChatSession {
 
     /// The conversation as the model will next see it (before fitting).
     pub fn history(&self) -> Vec<Message> {
-        self.shared.lock().history.clone()
+        self.shared.lock().history.to_vec()
     }
 
     /// The id it is stored under, when it is kept in a store.
@@ -793,7 +796,7 @@ enum Work {
 /// Bookkeeping when a message ends: the stop note, denied approvals, busy off.
 fn finish(shared: &Shared, outcome: &TurnOutcome, note_stop: bool) {
     let mut state = shared.lock();
-    answer_unanswered(&mut state.history);
+    answer_unanswered(state.history.make_mut());
     if *outcome == TurnOutcome::Stopped {
         if note_stop {
             state.history.push(Message::assistant(STOPPED_NOTE));

@@ -56,7 +56,8 @@ impl Persister {
 
 enum Write {
     Append(Vec<Message>),
-    Rewrite(Vec<Message>),
+    /// Shared with the history: a rewrite copies no message.
+    Rewrite(lrg_providers::Messages),
 }
 
 fn state_of(state: &State) -> SessionState {
@@ -169,7 +170,7 @@ pub(super) fn replay(shared: &Shared, stored: StoredSession) {
             }
         }
     }
-    state.history = stored.rows;
+    state.history = stored.rows.into();
     drop(state);
     for warning in stored.warnings {
         shared.publish(Event::Warning {

@@ -63,7 +63,8 @@ pub(super) async fn run_message(
             .cloned()
             .collect();
         let model_key = info.id();
-        // Fitted under the lock: only what is sent gets cloned.
+        // Fitted under the lock: only what changes gets copied; a history
+        // that fits whole is shared with the request.
         let (fitted, budget, settings) = {
             let mut state = shared.lock();
             let overhead = state.overhead.get(&model_key).copied();
@@ -101,6 +102,9 @@ pub(super) async fn run_message(
         if let Some(usage) = turn.usage {
             record_usage(shared, &model_key, usage, &request.messages, &budget);
         }
+        // The request may share the history (it did when everything fit):
+        // gone before the pushes below, they append without copying it.
+        drop(request);
         let calls: Vec<ToolCall> = turn.tool_calls().into_iter().cloned().collect();
         let reasoning = turn
             .parts
@@ -311,5 +315,81 @@ pub(super) async fn stream_turn(
         };
         attempt += 1;
         retry_or_fail(shared, error, attempt, cancel).await?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use lrg_providers::{
+        ChatModel, Message, ModelInfo, Part, ScriptedModel, ScriptedTurn, TurnRequest, TurnStream,
+    };
+    use tokio_util::sync::CancellationToken;
+
+    use crate::{ChatSession, FixedModel};
+
+    /// Where the first message's text lives: a copy of the history (by the
+    /// fit, or by a push while a request still shared it) moves it.
+    fn first_text(messages: &[Message]) -> usize {
+        match messages.first().and_then(|m| m.parts.first()) {
+            Some(Part::Text { text }) => text.as_ptr() as usize,
+            _ => 0,
+        }
+    }
+
+    /// Notes [`first_text`] of each request and keeps none of them (a
+    /// `ScriptedModel` keeps every request, so the history would stay shared).
+    struct Watching {
+        answers: ScriptedModel,
+        seen: Arc<Mutex<Vec<usize>>>,
+    }
+
+    impl ChatModel for Watching {
+        fn info(&self) -> ModelInfo {
+            self.answers.info()
+        }
+
+        fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(first_text(&request.messages));
+            self.answers.turn(TurnRequest::default(), cancel)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_history_that_fits_is_sent_and_extended_without_copies() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let answers = ScriptedModel::new(
+            (0..3)
+                .map(|n| ScriptedTurn {
+                    text: Some(format!("answer {n}")),
+                    ..Default::default()
+                })
+                .collect(),
+        );
+        let model = Watching {
+            answers,
+            seen: Arc::clone(&seen),
+        };
+        let session = ChatSession::builder(Arc::new(FixedModel::new(model))).build();
+        let mut original = None;
+        for n in 0..3 {
+            let handle = session.send(format!("question {n}")).unwrap();
+            original.get_or_insert_with(|| first_text(&session.shared.lock().history));
+            tokio::time::timeout(Duration::from_secs(10), handle)
+                .await
+                .unwrap();
+        }
+        let original = original.unwrap();
+        assert_ne!(original, 0);
+        assert_eq!(session.history().len(), 6);
+        // Every turn was sent the history itself, and it was extended in
+        // place: the first message never moved.
+        assert_eq!(*seen.lock().unwrap(), vec![original; 3]);
+        assert_eq!(first_text(&session.shared.lock().history), original);
     }
 }

@@ -84,7 +84,7 @@ impl ChatSession {
         if state.running.is_some() {
             return Err(SessionError::Busy);
         }
-        state.history.clear();
+        state.history = lrg_providers::Messages::new();
         // Replaced, not extended: the store rewrites it, estimates start over.
         state.generation += 1;
         state.user_seqs.clear();
