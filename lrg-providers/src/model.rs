@@ -1,6 +1,7 @@
 //! The [`ChatModel`] trait: one streamed assistant turn for a whole conversation.
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures::{Stream, StreamExt as _};
 use serde::{Deserialize, Serialize};
@@ -33,8 +34,16 @@ pub struct TurnRequest {
     /// came from, so cloning a request copies no message ([`Messages`]).
     pub messages: Messages,
     /// The tools the model may call (empty: a tool-free completion).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolSpec>,
+    /// Shared like the messages: a session offers the list its tools keep
+    /// (usually all of them) without copying a schema, per turn or per
+    /// attempt.
+    #[serde(
+        default,
+        skip_serializing_if = "<[ToolSpec]>::is_empty",
+        serialize_with = "shared_tools::serialize",
+        deserialize_with = "shared_tools::deserialize"
+    )]
+    pub tools: Arc<[ToolSpec]>,
     /// How to sample the answer; an unset setting uses the adapter's
     /// default. Serialized inline (`"temperature": 0.7` beside `messages`).
     #[serde(flatten)]
@@ -63,9 +72,9 @@ impl TurnRequest {
         self
     }
 
-    /// Offer these tools.
-    pub fn tools(mut self, tools: Vec<ToolSpec>) -> Self {
-        self.tools = tools;
+    /// Offer these tools (a `Vec`, or a list shared with others).
+    pub fn tools(mut self, tools: impl Into<Arc<[ToolSpec]>>) -> Self {
+        self.tools = tools.into();
         self
     }
 
@@ -85,6 +94,29 @@ impl TurnRequest {
     pub fn temperature(mut self, temperature: f32) -> Self {
         self.settings.temperature = Some(temperature);
         self
+    }
+}
+
+/// Serde for [`TurnRequest::tools`] as a plain list (serde's own
+/// `Arc` support is behind a feature that would rebuild every crate).
+mod shared_tools {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::ToolSpec;
+
+    pub(super) fn serialize<S: Serializer>(
+        tools: &Arc<[ToolSpec]>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        tools.as_ref().serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Arc<[ToolSpec]>, D::Error> {
+        Vec::<ToolSpec>::deserialize(deserializer).map(Arc::from)
     }
 }
 

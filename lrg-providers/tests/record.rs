@@ -145,7 +145,9 @@ async fn a_changed_tool_set_fails_too() {
     converse(&recorder).await;
     let replay = ReplayModel::from_file(&path).unwrap();
     let mut changed = first_request();
-    changed.tools[0].annotations.destructive_hint = Some(true);
+    let mut tools = changed.tools.to_vec();
+    tools[0].annotations.destructive_hint = Some(true);
+    changed.tools = tools.into();
     let err = collect_turn(replay.turn(changed, CancellationToken::new()))
         .await
         .unwrap_err();

@@ -57,11 +57,17 @@ pub(super) async fn run_message(
             specs = crate::sub_agents::tools::with_own(specs.to_vec()).into();
         }
         let settings = shared.permissions.settings();
-        let offered: Vec<_> = specs
-            .iter()
-            .filter(|s| is_offered(&settings, &s.name))
-            .cloned()
-            .collect();
+        // Usually every tool is offered: then the kept list itself is, and
+        // no schema is copied (per turn, nor per attempt).
+        let offered: std::sync::Arc<[_]> = if specs.iter().all(|s| is_offered(&settings, &s.name)) {
+            specs.clone()
+        } else {
+            specs
+                .iter()
+                .filter(|s| is_offered(&settings, &s.name))
+                .cloned()
+                .collect()
+        };
         let model_key = info.id();
         // Fitted under the lock: only what changes gets copied; a history
         // that fits whole is shared with the request.
@@ -323,11 +329,15 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
+    use futures::future::BoxFuture;
     use lrg_providers::{
-        ChatModel, Message, ModelInfo, Part, ScriptedModel, ScriptedTurn, TurnRequest, TurnStream,
+        ChatModel, Message, ModelInfo, Part, ScriptedModel, ScriptedTurn, ToolSpec, TurnRequest,
+        TurnStream,
     };
+    use serde_json::{Value, json};
     use tokio_util::sync::CancellationToken;
 
+    use crate::tools::{ToolOutput, Tools, ToolsError};
     use crate::{ChatSession, FixedModel};
 
     /// Where the first message's text lives: a copy of the history (by the
@@ -339,11 +349,37 @@ mod tests {
         }
     }
 
-    /// Notes [`first_text`] of each request and keeps none of them (a
-    /// `ScriptedModel` keeps every request, so the history would stay shared).
+    /// Notes [`first_text`] and where the tools live for each request, and
+    /// keeps none of them (a `ScriptedModel` keeps every request, so the
+    /// history would stay shared).
     struct Watching {
         answers: ScriptedModel,
         seen: Arc<Mutex<Vec<usize>>>,
+        tools: Arc<Mutex<Vec<usize>>>,
+    }
+
+    /// Tools that keep their list, as a `ToolHost` does.
+    struct Kept(Arc<[ToolSpec]>);
+
+    impl Tools for Kept {
+        fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolsError>> {
+            let list = self.0.to_vec();
+            Box::pin(async move { Ok(list) })
+        }
+
+        fn list_shared(&self) -> BoxFuture<'_, Result<Arc<[ToolSpec]>, ToolsError>> {
+            let list = Arc::clone(&self.0);
+            Box::pin(async move { Ok(list) })
+        }
+
+        fn call<'a>(
+            &'a self,
+            _name: &'a str,
+            _arguments: Value,
+            _cancel: CancellationToken,
+        ) -> BoxFuture<'a, ToolOutput> {
+            Box::pin(async { ToolOutput::text("done") })
+        }
     }
 
     impl ChatModel for Watching {
@@ -356,13 +392,22 @@ mod tests {
                 .lock()
                 .unwrap()
                 .push(first_text(&request.messages));
+            let tools = request.tools.as_ptr() as usize;
+            self.tools.lock().unwrap().push(tools);
             self.answers.turn(TurnRequest::default(), cancel)
         }
     }
 
     #[tokio::test]
-    async fn a_history_that_fits_is_sent_and_extended_without_copies() {
+    async fn a_history_that_fits_and_the_kept_tools_are_sent_without_copies() {
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let tools = Arc::new(Mutex::new(Vec::new()));
+        let kept: Arc<[ToolSpec]> = Arc::from(vec![ToolSpec {
+            name: "look".into(),
+            description: "Looks.".into(),
+            input_schema: json!({"type": "object", "properties": {"at": {"type": "string"}}}),
+            annotations: Default::default(),
+        }]);
         let answers = ScriptedModel::new(
             (0..3)
                 .map(|n| ScriptedTurn {
@@ -374,8 +419,11 @@ mod tests {
         let model = Watching {
             answers,
             seen: Arc::clone(&seen),
+            tools: Arc::clone(&tools),
         };
-        let session = ChatSession::builder(Arc::new(FixedModel::new(model))).build();
+        let session = ChatSession::builder(Arc::new(FixedModel::new(model)))
+            .tools(Arc::new(Kept(Arc::clone(&kept))))
+            .build();
         let mut original = None;
         for n in 0..3 {
             let handle = session.send(format!("question {n}")).unwrap();
@@ -391,5 +439,7 @@ mod tests {
         // place: the first message never moved.
         assert_eq!(*seen.lock().unwrap(), vec![original; 3]);
         assert_eq!(first_text(&session.shared.lock().history), original);
+        // Every tool was offered: the kept list itself, not a copy.
+        assert_eq!(*tools.lock().unwrap(), vec![kept.as_ptr() as usize; 3]);
     }
 }

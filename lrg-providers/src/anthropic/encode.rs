@@ -57,7 +57,7 @@ pub fn encode(request: &TurnRequest, config: &AnthropicConfig) -> Result<Value, 
 
     if !request.tools.is_empty() {
         let mut tools = Vec::with_capacity(request.tools.len());
-        for t in &request.tools {
+        for t in request.tools.iter() {
             let mut tool =
                 json!({"name": t.name, "input_schema": tool_schema(&t.name, &t.input_schema)?});
             if !t.description.is_empty() {
@@ -487,7 +487,7 @@ mod tests {
         };
         let req = TurnRequest {
             messages: vec![Message::user("x")].into(),
-            tools: vec![tool],
+            tools: vec![tool].into(),
             ..Default::default()
         };
         let body = encode(&req, &config()).unwrap();

@@ -45,7 +45,7 @@ pub fn encode(request: &TurnRequest, config: &GeminiConfig) -> Result<Value, Pro
 
     if !request.tools.is_empty() {
         let mut declarations = Vec::with_capacity(request.tools.len());
-        for t in &request.tools {
+        for t in request.tools.iter() {
             let mut declaration = json!({"name": t.name, "parametersJsonSchema": tool_schema(&t.name, &t.input_schema)?});
             if !t.description.is_empty() {
                 declaration["description"] = json!(t.description);
@@ -504,7 +504,7 @@ mod tests {
         };
         let req = TurnRequest {
             messages: vec![Message::user("x")].into(),
-            tools: vec![tool],
+            tools: vec![tool].into(),
             ..Default::default()
         };
         let body = encode(&req, &GeminiConfig::new("gemini-2.5-pro", ApiKey::new("k"))).unwrap();
@@ -525,7 +525,7 @@ mod tests {
         };
         let err = encode(
             &TurnRequest {
-                tools: vec![bad],
+                tools: vec![bad].into(),
                 ..req
             },
             &GeminiConfig::new("g", ApiKey::new("k")),

@@ -79,7 +79,7 @@ impl TextTurn {
                 Some(system) => format!("{system}\n\n{prompt}"),
                 None => prompt,
             });
-            request.tools.clear();
+            request.tools = std::sync::Arc::from([]);
             request.messages =
                 as_text_history(format, std::mem::take(&mut request.messages).into_vec()).into();
         }
