@@ -2,7 +2,8 @@
 //! 1,000 sessions × 1 subscriber), memory per idle session (counted by a
 //! global allocator, printed before the timings), and fitting a
 //! 10,000-message history into a context window (measuring it each time, and
-//! with the estimates a session keeps).
+//! with the estimates a session keeps), and one message's model turn with
+//! 40 tools (the session's own work: the model answers at once).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -10,15 +11,18 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group};
+use futures::future::BoxFuture;
 use lrg_chat::context::{self, Budget, ContextPolicy};
 use lrg_chat::events::{Event, EventLog};
+use lrg_chat::tools::{ToolOutput, Tools, ToolsError};
 use lrg_chat::{ChatSession, FixedModel, Permissions};
 use lrg_providers::{
-    Message, Messages, ModelInfo, ModelLocation, Part, Role, ScriptedModel, ScriptedTurn, ToolCall,
-    ToolResult,
+    ChatModel, Message, Messages, ModelInfo, ModelLocation, Part, Role, ScriptedModel,
+    ScriptedTurn, StopReason, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, TurnStream,
 };
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 /// Counts live heap bytes so the idle-session figure is measured, not guessed.
 struct Counting;
@@ -263,7 +267,105 @@ fn idle_memory() {
     );
 }
 
-criterion_group!(benches, fan_out, fitting);
+/// Answers every turn at once with a short text and keeps nothing of the
+/// request, so a turn measures the session's own work.
+struct Answers;
+
+impl ChatModel for Answers {
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("bench", "answers", ModelLocation::Local)
+    }
+
+    fn turn(&self, _request: TurnRequest, _cancel: CancellationToken) -> TurnStream {
+        Box::pin(futures::stream::iter([
+            Ok(TurnEvent::TextDelta { text: "ok".into() }),
+            Ok(TurnEvent::End {
+                stop: StopReason::EndTurn,
+            }),
+        ]))
+    }
+}
+
+/// Tools that keep their list, as a `ToolHost` does.
+struct KeptTools(Arc<[ToolSpec]>);
+
+impl Tools for KeptTools {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolsError>> {
+        let list = self.0.to_vec();
+        Box::pin(async move { Ok(list) })
+    }
+
+    fn list_shared(&self) -> BoxFuture<'_, Result<Arc<[ToolSpec]>, ToolsError>> {
+        let list = Arc::clone(&self.0);
+        Box::pin(async move { Ok(list) })
+    }
+
+    fn call<'a>(
+        &'a self,
+        _name: &'a str,
+        _arguments: serde_json::Value,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async { ToolOutput::text("done") })
+    }
+}
+
+/// 40 tools with file-tool-sized schemas.
+fn forty_tools() -> Vec<ToolSpec> {
+    (0..40)
+        .map(|i| ToolSpec {
+            name: format!("tool_{i}"),
+            description: format!("Tool number {i}: reads, lists or searches files under a path."),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Where, relative to the project."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    "options": {
+                        "type": "object",
+                        "properties": {
+                            "recursive": {"type": "boolean"},
+                            "pattern": {"type": "string", "description": "A glob."}
+                        }
+                    }
+                },
+                "required": ["path"]
+            }),
+            annotations: Default::default(),
+        })
+        .collect()
+}
+
+/// One user message answered in one model turn, on a fresh session with 40
+/// tools offered.
+fn session_turn(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let tools: Arc<dyn Tools> = Arc::new(KeptTools(forty_tools().into()));
+    let models = Arc::new(FixedModel::new(Answers));
+    let mut group = c.benchmark_group("session_turn");
+    group.bench_function("one_message_40_tools", |b| {
+        b.iter_batched(
+            || {
+                ChatSession::builder(models.clone())
+                    .tools(tools.clone())
+                    .build()
+            },
+            |session| {
+                rt.block_on(async {
+                    session.send("hello").expect("idle").await;
+                });
+                session
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, fan_out, fitting, session_turn);
 
 fn main() {
     idle_memory();
