@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use lrg_chat::context::{self, Budget, ContextPolicy};
 use lrg_chat::events::{Event, EventLog};
 use lrg_chat::tools::{ToolOutput, Tools, ToolsError};
-use lrg_chat::{ChatSession, FixedModel, Permissions};
+use lrg_chat::{ChatSession, FixedModel, Permissions, TurnOutcome};
 use lrg_providers::{
     ChatModel, Message, Messages, ModelInfo, ModelLocation, Part, Role, ScriptedModel,
     ScriptedTurn, StopReason, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, TurnStream,
@@ -354,9 +354,11 @@ fn session_turn(c: &mut Criterion) {
                     .build()
             },
             |session| {
-                rt.block_on(async {
-                    session.send("hello").expect("idle").await;
-                });
+                let outcome = rt.block_on(async { session.send("hello").expect("idle").await });
+                assert!(
+                    matches!(outcome, TurnOutcome::Completed { .. }),
+                    "{outcome:?}"
+                );
                 session
             },
             BatchSize::SmallInput,
