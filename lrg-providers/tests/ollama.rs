@@ -440,3 +440,76 @@ async fn context_overflow_is_never_retried() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn with_a_tool_format_tools_go_as_text_and_hermes_text_becomes_calls() {
+    use lrg_providers::text_tools::{ToolFormat, ToolMode};
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        stream_ok(ndjson(&[
+            text("Checking.<tool_"),
+            text("call>\n{\"name\": \"get_weather\", \"arguments\": "),
+            text("{\"city\": \"Paris\"}}\n</tool_call>"),
+            done("stop", 50, 20),
+        ])),
+    )
+    .await;
+    let model = OllamaChat::new(
+        OllamaConfig::new(server.uri(), MODEL).with_tool_mode(ToolMode::Text(ToolFormat::Hermes)),
+    )
+    .unwrap();
+    let earlier = ToolCall {
+        id: "call_1".into(),
+        name: "get_time".into(),
+        arguments: json!({"tz": "UTC"}),
+    };
+    let mut request = ask("Time, then weather in Paris?")
+        .tools(vec![tool("get_weather", "city"), tool("get_time", "tz")]);
+    request.messages.push(Message {
+        role: lrg_providers::Role::Assistant,
+        parts: vec![Part::ToolCall(earlier.clone())],
+    });
+    request
+        .messages
+        .push(Message::tool_results([ToolResult::text(
+            &earlier, "12:00", false,
+        )]));
+    let all = common::ok_events(common::events(&model, request).await);
+    let answer = common::fold(&all);
+    assert_eq!(answer.text(), "Checking.");
+    assert_eq!(answer.stop, Some(StopReason::ToolCalls));
+    let calls = answer.tool_calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (calls[0].name.as_str(), &calls[0].arguments),
+        ("get_weather", &json!({"city": "Paris"}))
+    );
+    assert_ne!(calls[0].id, "call_1", "a new id, not one from the history");
+    // The server was never told about tools: they are in the system prompt,
+    // the earlier call and its result are text.
+    let body = bodies(&server).await.remove(0);
+    assert!(body.get("tools").is_none(), "{body}");
+    let messages = body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(system.contains("<tool_call>"), "{system}");
+    assert!(
+        messages[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("\"get_time\""),
+        "{body}"
+    );
+    assert!(
+        messages[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("<tool_response>\n12:00\n</tool_response>"),
+        "{body}"
+    );
+}

@@ -342,6 +342,9 @@ pub(crate) fn connect_http(
             if let Some(w) = window {
                 config = config.with_context_window(w);
             }
+            if let Some(mode) = endpoint.tool_mode {
+                config = config.with_tool_mode(mode);
+            }
             if let Some(vision) = known.vision {
                 config = config.with_vision(vision);
             }
