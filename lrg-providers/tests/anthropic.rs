@@ -328,14 +328,19 @@ async fn two_turns_send_thinking_back_unchanged_and_pair_every_result() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
+        .and(common::Invariants::new(common::Api::Anthropic, Some(KEY)))
         .respond_with(sse_response(sse(&thinking_and_two_calls())))
         .up_to_n_times(1)
         .with_priority(1)
+        .expect(1)
         .mount(&server)
         .await;
-    serve(
+    common::mount_checked(
         &server,
-        sse(&text_stream(&["a.txt says hi; b.png is a dot."])),
+        "/v1/messages",
+        common::Invariants::new(common::Api::Anthropic, Some(KEY)),
+        sse_response(sse(&text_stream(&["a.txt says hi; b.png is a dot."]))),
+        1,
     )
     .await;
     let model = AnthropicChat::new(config(&server.uri()).with_thinking_budget(1_024)).unwrap();
@@ -392,6 +397,7 @@ async fn two_turns_send_thinking_back_unchanged_and_pair_every_result() {
         "images go inside tool_result"
     );
     insta::assert_json_snapshot!("second_turn_request", sent[1]);
+    server.verify().await;
 }
 
 #[tokio::test]

@@ -253,12 +253,21 @@ async fn two_turns_send_signatures_back_on_their_parts_and_pair_every_response()
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(STREAM_PATH))
+        .and(common::Invariants::new(common::Api::Gemini, Some(KEY)))
         .respond_with(sse_response(checking_two_files()))
         .up_to_n_times(1)
         .with_priority(1)
+        .expect(1)
         .mount(&server)
         .await;
-    serve(&server, text_stream(&["a.txt says hi; b.png is a dot."])).await;
+    common::mount_checked(
+        &server,
+        STREAM_PATH,
+        common::Invariants::new(common::Api::Gemini, Some(KEY)),
+        sse_response(text_stream(&["a.txt says hi; b.png is a dot."])),
+        1,
+    )
+    .await;
     let model = chat(&server.uri());
 
     let mut request = ask("read a.txt and b.png").tools(vec![tool("read_file")]);
@@ -306,6 +315,7 @@ async fn two_turns_send_signatures_back_on_their_parts_and_pair_every_response()
         "image/png"
     );
     insta::assert_json_snapshot!("second_turn_request", sent[1]);
+    server.verify().await;
 }
 
 #[tokio::test]

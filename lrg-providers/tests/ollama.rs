@@ -127,8 +127,10 @@ async fn thinking_then_text_with_usage() {
 #[tokio::test]
 async fn tool_calls_get_ids_and_results_go_back_paired() {
     let server = MockServer::start().await;
-    mount(
+    common::mount_checked(
         &server,
+        "/api/chat",
+        common::Invariants::new(common::Api::Ollama, None),
         stream_ok(ndjson(&[
             line(json!({"role": "assistant", "content": "", "thinking": "Two lookups."})),
             line(json!({"role": "assistant", "content": "", "tool_calls": [
@@ -137,6 +139,7 @@ async fn tool_calls_get_ids_and_results_go_back_paired() {
             ]})),
             done("stop", 140, 31),
         ])),
+        1,
     )
     .await;
     let model = chat(&server.uri());
@@ -199,14 +202,18 @@ async fn tool_calls_get_ids_and_results_go_back_paired() {
         },
         ToolResult::text(&calls[1], "12:00", false),
     ]));
+    server.verify().await;
     server.reset().await;
-    mount(
+    common::mount_checked(
         &server,
+        "/api/chat",
+        common::Invariants::new(common::Api::Ollama, None),
         stream_ok(ndjson(&[
             line(json!({"role": "assistant", "content": "", "tool_calls": [
             {"function": {"name": "get_weather", "arguments": {"city": "Lyon"}}}]})),
             done("stop", 200, 9),
         ])),
+        1,
     )
     .await;
     let mut second = first;
@@ -220,6 +227,7 @@ async fn tool_calls_get_ids_and_results_go_back_paired() {
         "a foreign native part was sent"
     );
     insta::assert_json_snapshot!("second_turn_request", body);
+    server.verify().await;
 }
 
 #[tokio::test]

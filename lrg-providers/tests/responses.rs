@@ -312,7 +312,14 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
     let server = MockServer::start().await;
     let model = model(&server.uri(), "o4-mini");
     let tools = vec![weather_tool(), time_tool()];
-    mount(&server, stream_ok(two_calls_stream())).await;
+    common::mount_checked(
+        &server,
+        "/v1/responses",
+        common::Invariants::new(common::Api::Responses, Some(KEY)),
+        stream_ok(two_calls_stream()),
+        1,
+    )
+    .await;
     let first = ask("Weather and time in Paris, then Rome's weather?").tools(tools.clone());
     let answer = turn(&model, first.clone()).await.unwrap();
     let calls: Vec<ToolCall> = answer.tool_calls().into_iter().cloned().collect();
@@ -338,6 +345,7 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
     ]));
 
     // Second turn: more reasoning and one more call.
+    server.verify().await;
     server.reset().await;
     let mut events = vec![created("resp_2")];
     events.extend(reasoning("rs_2", &["Now Rome."], "ENC-TWO"));
@@ -348,7 +356,14 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
         r#"{"city":"Rome"}"#,
     ));
     events.push(completed("resp_2", 120, 80, 20, 10));
-    mount(&server, stream_ok(sse(&events))).await;
+    common::mount_checked(
+        &server,
+        "/v1/responses",
+        common::Invariants::new(common::Api::Responses, Some(KEY)),
+        stream_ok(sse(&events)),
+        1,
+    )
+    .await;
     let second = with_messages(first.clone(), history);
     let answer = turn(&model, second.clone()).await.unwrap();
     assert_eq!(answer.tool_calls()[0].id, "call_r");
@@ -372,10 +387,14 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
     )]));
 
     // Third turn: the answer.
+    server.verify().await;
     server.reset().await;
-    mount(
+    common::mount_checked(
         &server,
+        "/v1/responses",
+        common::Invariants::new(common::Api::Responses, Some(KEY)),
         stream_ok(text_stream("resp_3", &["Paris 18°C; ", "Rome 22°C."])),
+        1,
     )
     .await;
     let third = with_messages(first, history);
@@ -415,6 +434,7 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
         !body.to_string().contains("\"rs_1\""),
         "no server ids without store"
     );
+    server.verify().await;
 }
 
 #[tokio::test]
