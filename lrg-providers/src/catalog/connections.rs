@@ -47,7 +47,7 @@ pub struct Endpoint {
     pub api_key: Option<ApiKey>,
     /// Timeouts for requests to it.
     pub transport: TransportConfig,
-    /// How tools reach it, for an OpenAI-compatible server the user runs
+    /// How tools reach it, for a server the user runs (OpenAI-compatible or Ollama)
     /// (`None`: the adapter's default, native tool calls).
     pub tool_mode: Option<ToolMode>,
 }
