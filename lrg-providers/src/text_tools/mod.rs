@@ -6,8 +6,10 @@
 //! fed frames, and gives back [`TurnEvent`]s: text as soon as it cannot be
 //! the start of a call, reasoning (`<think>…</think>`, Harmony's analysis
 //! channel), and whole [`ToolCall`]s with generated ids. A call is never shown
-//! as text. It is pure and I/O-free, and linear in its input: no delta makes
-//! it re-scan what it already read.
+//! as text. For a chat template that opens `<think>` in the prompt, the parser
+//! [starts in reasoning](TextToolParser::starting_in_reasoning). It is pure
+//! and I/O-free, and linear in its input: no delta makes it re-scan what it
+//! already read.
 //!
 //! A call that cannot be read, or names no offered tool, becomes a call to
 //! [`RECOVERY_TOOL`]: its arguments hold a message for the model that restates
@@ -54,7 +56,8 @@ pub enum ToolFormat {
     Qwen3Coder,
     /// `[TOOL_CALLS][{"name":…,"arguments":…}]` or `[TOOL_CALLS]NAME[ARGS]{…}`.
     Mistral,
-    /// `<|python_tag|>{"name":…,"parameters":…}` or the bare JSON object.
+    /// `<|python_tag|>{"name":…,"parameters":…}` or the bare JSON object;
+    /// several calls are joined by `;`.
     Llama3,
     /// gpt-oss: `<|channel|>commentary to=functions.NAME …<|message|>{…}<|call|>`.
     Harmony,
