@@ -88,12 +88,14 @@ async fn claude_streams_reasoning_and_text_with_chat_only_args() {
         ],
         "deltas come live, and the whole message does not repeat them"
     );
+    // As the Messages API counts: cache reads and writes added to the input.
     assert_eq!(
         all[3],
-        TurnEvent::Usage(Usage {
-            prompt_tokens: 18,
-            completion_tokens: 7
-        })
+        TurnEvent::Usage(
+            Usage::new(18, 7)
+                .with_cached_prompt_tokens(5)
+                .with_cache_write_tokens(10)
+        )
     );
     assert!(matches!(&all[4], TurnEvent::Native(n) if n.value["id"] == "sess-1"));
     assert_eq!(
@@ -203,10 +205,7 @@ async fn codex_runs_read_only_without_the_inherited_environment() {
     );
     assert_eq!(
         got.usage,
-        Some(Usage {
-            prompt_tokens: 20,
-            completion_tokens: 7
-        })
+        Some(Usage::new(20, 7).with_cached_prompt_tokens(5))
     );
     assert_eq!(
         fake.args(1),
@@ -245,6 +244,11 @@ async fn gemini_streams_deltas_and_resumes_its_session() {
     let model = fake.model(CliKind::Gemini, "gemini-2.5-pro");
     let got = turn(&model, ask("hi")).await.unwrap();
     assert_eq!(got.text(), "Hello there");
+    // `input_tokens` includes the `cached` part.
+    assert_eq!(
+        got.usage,
+        Some(Usage::new(18, 7).with_cached_prompt_tokens(12))
+    );
     assert_eq!(
         fake.args(1),
         [
