@@ -15,8 +15,8 @@ use std::time::Duration;
 use common::{events, turn};
 use lrg_providers::cli_agents::{CliAgent, CliAgentConfig, CliKind};
 use lrg_providers::{
-    ChatModel, Message, ModelLocation, Part, ProviderError, StopReason, TurnEvent, TurnRequest,
-    Usage,
+    ChatModel, Message, ModelLocation, Part, ProviderError, StopReason, ToolCall, ToolResult,
+    ToolSpec, TurnEvent, TurnRequest, Usage,
 };
 
 const FIXTURE: &str = concat!(
@@ -179,6 +179,75 @@ async fn a_second_turn_resumes_with_only_the_new_tail() {
         fake.log("stdin", 3),
         "The conversation so far:\n\nUser: hi\n\nAssistant: Hello there\n\n\
          Continue it: answer the user's latest message.\n\nand how are you?"
+    );
+}
+
+fn notes_tool() -> ToolSpec {
+    ToolSpec {
+        name: "read_note".into(),
+        description: "Read one note by its name.".into(),
+        input_schema: serde_json::json!({"type": "object",
+            "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+        annotations: Default::default(),
+    }
+}
+
+/// lrg's tools reach an agent CLI only as text: described in its system
+/// prompt in Hermes format, its `<tool_call>` read back as a call, and the
+/// result sent on the resumed session as a `<tool_response>`.
+#[tokio::test]
+async fn claude_gets_lrgs_tools_as_hermes_text_and_their_results_on_resume() {
+    let fake = Fake::new("claude");
+    std::fs::write(
+        fake.dir.path().join("tool_call"),
+        r#"{"name": "read_note", "arguments": {"name": "shopping"}}"#,
+    )
+    .unwrap();
+    let model = fake.model(CliKind::Claude, "sonnet");
+    let first = ask("what is on my shopping list?").tools(vec![notes_tool()]);
+    let answer = turn(&model, first.clone()).await.unwrap();
+    assert_eq!(answer.stop, Some(StopReason::ToolCalls));
+    assert_eq!(
+        answer.text(),
+        "Let me look.\n",
+        "the call is not shown as text"
+    );
+    let call = answer.into_message();
+    let calls: Vec<&ToolCall> = call.tool_calls().collect();
+    assert_eq!(calls.len(), 1, "{call:?}");
+    assert_eq!(calls[0].name, "read_note");
+    assert_eq!(calls[0].arguments, serde_json::json!({"name": "shopping"}));
+    // The tools are in the system prompt (the log has one argument a line,
+    // so the prompt's own lines are apart), and the CLI's own stay off.
+    let logged = fake.log("args", 1);
+    let system = &logged[logged.find("--system-prompt\n").unwrap()..];
+    assert!(system.contains("Be brief.\n\n# Tools"), "{system}");
+    assert!(
+        system.contains("<tools>") && system.contains(r#""name":"read_note""#),
+        "{system}"
+    );
+    assert!(system.contains("<tool_call>"), "{system}");
+    let args = fake.args(1);
+    assert_eq!(
+        args[args.iter().position(|a| a == "--tools").unwrap() + 1],
+        ""
+    );
+
+    // The result goes back as text on the resumed session: only the tail.
+    let result = ToolResult::text(calls[0], "milk, eggs", false);
+    let mut history = first.messages.clone();
+    history.push(call.clone());
+    history.push(Message::tool_results([result]));
+    let reply = turn(&model, with_messages(first.clone(), history))
+        .await
+        .unwrap();
+    assert_eq!(reply.text(), "Done: the tool answered.");
+    assert_eq!(reply.stop, Some(StopReason::EndTurn));
+    let args = fake.args(2);
+    assert_eq!(&args[args.len() - 2..], ["--resume", "sess-1"]);
+    assert_eq!(
+        fake.log("stdin", 2),
+        "<tool_response>\nmilk, eggs\n</tool_response>"
     );
 }
 
