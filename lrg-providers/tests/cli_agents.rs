@@ -238,7 +238,7 @@ async fn claude_gets_lrgs_tools_as_hermes_text_and_their_results_on_resume() {
     let mut history = first.messages.clone();
     history.push(call.clone());
     history.push(Message::tool_results([result]));
-    let reply = turn(&model, with_messages(first.clone(), history))
+    let reply = turn(&model, with_messages(first.clone(), history.clone()))
         .await
         .unwrap();
     assert_eq!(reply.text(), "Done: the tool answered.");
@@ -248,6 +248,25 @@ async fn claude_gets_lrgs_tools_as_hermes_text_and_their_results_on_resume() {
     assert_eq!(
         fake.log("stdin", 2),
         "<tool_response>\nmilk, eggs\n</tool_response>"
+    );
+
+    // The session id lost: the replay writes the call and its result in the
+    // same format.
+    for message in &mut history {
+        message.parts.retain(|p| !matches!(p, Part::Native(_)));
+    }
+    turn(&model, with_messages(first, history)).await.unwrap();
+    assert!(!fake.args(3).contains(&"--resume".to_string()));
+    let replay = fake.log("stdin", 3);
+    assert!(
+        replay.contains(
+            "Assistant: Let me look.\n\n<tool_call>\n{\"name\":\"read_note\",\"arguments\":{\"name\":\"shopping\"}}\n</tool_call>"
+        ),
+        "{replay}"
+    );
+    assert!(
+        replay.ends_with("<tool_response>\nmilk, eggs\n</tool_response>"),
+        "{replay}"
     );
 }
 
