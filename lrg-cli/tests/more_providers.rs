@@ -232,6 +232,34 @@ fn claude_cli_on_path_streams_the_answer() {
     assert_eq!(env.read("bin/stdin.1"), "hi");
 }
 
+/// `--json` carries the usage breakdown: the fake claude reports cache reads
+/// and writes, which count in the prompt tokens as the Messages API does.
+#[cfg(unix)]
+#[test]
+fn json_usage_carries_cached_tokens() {
+    let env = Env::new();
+    let path = fake_cli(&env, "claude");
+    let r = ran(env.lrg().env("PATH", path).args([
+        "run",
+        "--json",
+        "--model",
+        "claude-cli:sonnet",
+        "hi",
+    ]));
+    assert_eq!(r.code, 0, "{r:?}");
+    let usage: Value = r
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "usage")
+        .expect("a usage event");
+    assert_eq!(usage["prompt_tokens"], 18, "{usage}");
+    assert_eq!(usage["completion_tokens"], 7, "{usage}");
+    assert_eq!(usage["cached_prompt_tokens"], 5, "{usage}");
+    assert_eq!(usage["cache_write_tokens"], 10, "{usage}");
+    assert!(usage.get("reasoning_tokens").is_none(), "{usage}");
+}
+
 /// An agent CLI works lrg's tools: the fake `claude` answers the tools
 /// described in its prompt with a Hermes `<tool_call>`, lrg runs it on the
 /// MCP server, and the result goes back on the resumed session.
