@@ -150,10 +150,12 @@ impl Usage {
         self.reasoning_tokens = tokens.into().map(|n| n.min(self.completion_tokens));
         self
     }
+}
 
-    /// Add another turn's counts, for running totals. A breakdown stays
-    /// `None` only while no turn reported it. Saturates rather than wraps.
-    pub fn add(&mut self, other: Usage) {
+/// Running totals: `total += turn`. A breakdown stays `None` only while no
+/// turn reported it. Saturates rather than wraps.
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
         fn sum(a: Option<u32>, b: Option<u32>) -> Option<u32> {
             match (a, b) {
                 (Some(a), Some(b)) => Some(a.saturating_add(b)),
@@ -494,9 +496,9 @@ mod tests {
     #[test]
     fn totals_add_and_keep_a_breakdown_any_turn_reported() {
         let mut total = Usage::new(10, 1);
-        total.add(Usage::new(20, 5).with_cached_prompt_tokens(8));
-        total.add(Usage::new(30, 7).with_reasoning_tokens(3));
-        total.add(Usage::new(u32::MAX, 0).with_cached_prompt_tokens(4));
+        total += Usage::new(20, 5).with_cached_prompt_tokens(8);
+        total += Usage::new(30, 7).with_reasoning_tokens(3);
+        total += Usage::new(u32::MAX, 0).with_cached_prompt_tokens(4);
         assert_eq!(total.prompt_tokens, u32::MAX);
         assert_eq!(total.completion_tokens, 13);
         assert_eq!(total.cached_prompt_tokens, Some(12));

@@ -172,7 +172,7 @@ fn record_usage(
     budget: &Budget,
 ) {
     let mut state = shared.lock();
-    state.usage.add(usage);
+    state.usage += usage;
     state
         .overhead
         .entry(model_key.to_string())
