@@ -199,10 +199,13 @@ pub enum Event {
     },
     /// Token usage of the last model turn.
     Usage {
-        /// Tokens the model read (system prompt, tools, conversation).
-        prompt_tokens: u32,
-        /// Tokens it wrote.
-        completion_tokens: u32,
+        /// Its counts, as the provider reported them (normalised: see
+        /// [`lrg_providers::Usage`]). On the wire they are fields of the
+        /// event itself (`prompt_tokens`, `completion_tokens` and, when
+        /// reported, `cached_prompt_tokens`, `cache_write_tokens`,
+        /// `reasoning_tokens`).
+        #[serde(flatten)]
+        usage: lrg_providers::Usage,
         /// The window the session fits the conversation into.
         context_window: u32,
     },

@@ -142,10 +142,12 @@ async fn plain_text_streams_with_usage() {
             TurnEvent::TextDelta {
                 text: "world.".into()
             },
-            TurnEvent::Usage(Usage {
-                prompt_tokens: 20,
-                completion_tokens: 7
-            }),
+            // The API reports both cache counts, here as zero.
+            TurnEvent::Usage(
+                Usage::new(20, 7)
+                    .with_cached_prompt_tokens(0)
+                    .with_cache_write_tokens(0)
+            ),
             TurnEvent::End {
                 stop: StopReason::EndTurn
             },
@@ -155,18 +157,21 @@ async fn plain_text_streams_with_usage() {
 }
 
 #[tokio::test]
-async fn cached_tokens_count_as_prompt_tokens() {
+async fn cache_reads_and_writes_count_as_prompt_tokens() {
     let server = MockServer::start().await;
     let mut events = text_stream(&["ok"]);
     events[0] = message_start(3, 1_500);
+    events[0]["message"]["usage"]["cache_creation_input_tokens"] = json!(200);
     serve(&server, sse(&events)).await;
     let got = turn(&chat(&server.uri()), ask("x")).await.unwrap();
+    // `input_tokens` leaves both out; `prompt_tokens` counts them.
     assert_eq!(
         got.usage,
-        Some(Usage {
-            prompt_tokens: 1_503,
-            completion_tokens: 7
-        })
+        Some(
+            Usage::new(1_703, 7)
+                .with_cached_prompt_tokens(1_500)
+                .with_cache_write_tokens(200)
+        )
     );
 }
 

@@ -120,10 +120,8 @@ async fn plain_text_streams_with_usage() {
             TurnEvent::TextDelta {
                 text: ", world.".into()
             },
-            TurnEvent::Usage(Usage {
-                prompt_tokens: 12,
-                completion_tokens: 9
-            }),
+            // Thoughts reported, as none.
+            TurnEvent::Usage(Usage::new(12, 9).with_reasoning_tokens(0)),
             TurnEvent::End {
                 stop: StopReason::EndTurn
             },
@@ -159,12 +157,10 @@ async fn reasoning_with_text_and_a_trailing_signature() {
             native(json!({"part": {"text": "", "thoughtSignature": "CiQBVKhc7sig=="}})),
         ]
     );
+    // `candidatesTokenCount` leaves the thoughts out: they are added back.
     assert_eq!(
         got.usage,
-        Some(Usage {
-            prompt_tokens: 12,
-            completion_tokens: 24
-        })
+        Some(Usage::new(12, 24).with_reasoning_tokens(15))
     );
     assert_eq!(
         bodies(&server).await[0]["generationConfig"]["thinkingConfig"],

@@ -107,13 +107,7 @@ async fn thinking_then_text_with_usage() {
         got.parts,
         vec![Part::reasoning("Greet briefly."), Part::text("Hello!")]
     );
-    assert_eq!(
-        got.usage,
-        Some(Usage {
-            prompt_tokens: 26,
-            completion_tokens: 12
-        })
-    );
+    assert_eq!(got.usage, Some(Usage::new(26, 12)));
     assert_eq!(got.stop, Some(StopReason::EndTurn));
     // num_predict: the server budget; the config's temperature.
     insta::assert_json_snapshot!("plain_text_request", bodies(&server).await[0]);

@@ -127,13 +127,7 @@ async fn openai_plain_text_with_usage() {
     let model = openai(&server.uri());
     let got = turn(&model, ask("Say hello")).await.unwrap();
     assert_eq!(got.text(), "Hello, world");
-    assert_eq!(
-        got.usage,
-        Some(Usage {
-            prompt_tokens: 21,
-            completion_tokens: 4
-        })
-    );
+    assert_eq!(got.usage, Some(Usage::new(21, 4)));
     assert_eq!(got.stop, Some(StopReason::EndTurn));
     // OpenAI: max_completion_tokens, the cloud budget, and the temperature
     // (gpt-4.1 is no reasoning model).
@@ -256,10 +250,7 @@ async fn one_tool_call_streamed_in_fragments() {
                 name: "get_weather".into(),
                 arguments: json!({"city": "Paris"})
             }),
-            TurnEvent::Usage(Usage {
-                prompt_tokens: 80,
-                completion_tokens: 17
-            }),
+            TurnEvent::Usage(Usage::new(80, 17)),
             TurnEvent::End {
                 stop: StopReason::ToolCalls
             },

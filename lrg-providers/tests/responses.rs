@@ -180,12 +180,14 @@ async fn plain_text_with_usage() {
     let model = model(&server.uri(), "gpt-4.1");
     let got = turn(&model, ask("Say hello")).await.unwrap();
     assert_eq!(got.text(), "Hello, world");
+    // Reported as zero, which is not the same as unreported.
     assert_eq!(
         got.usage,
-        Some(Usage {
-            prompt_tokens: 21,
-            completion_tokens: 4
-        })
+        Some(
+            Usage::new(21, 4)
+                .with_cached_prompt_tokens(0)
+                .with_reasoning_tokens(0)
+        )
     );
     assert_eq!(got.stop, Some(StopReason::EndTurn));
     assert_eq!(
@@ -290,10 +292,12 @@ async fn reasoning_summary_and_two_calls_in_one_turn() {
                 name: "get_time".into(),
                 arguments: json!({"tz": "Europe/Paris"})
             }),
-            &TurnEvent::Usage(Usage {
-                prompt_tokens: 80,
-                completion_tokens: 30
-            }),
+            // The cached part of the input, the reasoning part of the output.
+            &TurnEvent::Usage(
+                Usage::new(80, 30)
+                    .with_cached_prompt_tokens(64)
+                    .with_reasoning_tokens(18)
+            ),
             &TurnEvent::End {
                 stop: StopReason::ToolCalls
             },
