@@ -73,7 +73,7 @@ fn argument_fragments(step: usize) -> Vec<String> {
 }
 
 /// The three answers, indexed by how many tool results the request holds.
-fn answers() -> [Vec<Bytes>; 3] {
+pub fn answers() -> [Vec<Bytes>; 3] {
     let call = |step: usize| {
         let mut events = vec![openai_chunk(
             &json!({"role": "assistant", "content": null, "refusal": null}),

@@ -21,10 +21,14 @@ pub struct Figures {
     pub net: Vec<Duration>,
     /// lrg's CPU time while the messages ran, µs.
     pub cpu_us: u64,
+    /// Of that, per turn: framing and decoding alone (see `decoding`).
+    pub decode_per_turn: Duration,
     /// lrg's peak RSS, KiB.
     pub max_rss_kib: u64,
     /// Live heap bytes per idle session.
     pub per_session_bytes: f64,
+    /// Live heap bytes per SSE subscriber, with its connection (HTTP only).
+    pub per_subscriber_bytes: f64,
     /// Live heap bytes left once the sessions were gone (pooled
     /// connections, caches): shared, not per session.
     pub shared_bytes: i64,
@@ -43,6 +47,14 @@ pub struct Figures {
 }
 
 impl Figures {
+    /// A run left out (`LRG_BENCH_CHATS_RUN`): counts as no failure.
+    pub fn skipped(n: usize) -> Self {
+        Self {
+            completed: n,
+            ..Self::default()
+        }
+    }
+
     /// Fill the time figures from `(chat, time per message)` of the
     /// completed messages and the server's times.
     pub fn times(&mut self, took: &[(usize, Duration)], server: &ServerTimes) {
@@ -86,7 +98,11 @@ fn p50_p99(sorted: &[Duration]) -> String {
 }
 
 fn kib(bytes: f64) -> String {
-    format!("{:.1} KiB", bytes / 1024.0)
+    if bytes.abs() >= 10.0 * 1024.0 * 1024.0 {
+        format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
+    } else {
+        format!("{:.1} KiB", bytes / 1024.0)
+    }
 }
 
 /// Print the table (and write it to `$CRITERION_HOME/summary.md`); whether
@@ -128,6 +144,12 @@ pub fn report(n: usize, library: &Figures, http: &Figures) -> bool {
     row(&mut md, "lrg CPU per model turn", "≤ 200 µs", &|f| {
         format!("{:.0} µs", f.cpu_us as f64 / (3 * n) as f64)
     });
+    row(
+        &mut md,
+        "of which SSE framing + OpenAI decoding (one thread, measured apart)",
+        "",
+        &|f| format!("{:.0} µs", f.decode_per_turn.as_secs_f64() * 1e6),
+    );
     row(&mut md, "lrg peak RSS", "", &|f| {
         format!("{:.1} MiB", f.max_rss_kib as f64 / 1024.0)
     });
@@ -137,6 +159,9 @@ pub fn report(n: usize, library: &Figures, http: &Figures) -> bool {
         "≤ 64 KiB",
         &|f| kib(f.per_session_bytes),
     );
+    row(&mut md, "memory per idle SSE subscriber (HTTP)", "", &|f| {
+        kib(f.per_subscriber_bytes)
+    });
     row(
         &mut md,
         "memory left once the sessions ended (shared)",

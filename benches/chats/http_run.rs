@@ -194,16 +194,18 @@ pub fn run(n: usize) -> Figures {
     f.completed = took.len();
     f.times(&took, &rt.block_on(fake.take_times()));
 
-    // Idle memory: the chats as they are now (their page still watching),
-    // against them deleted and unwatched.
+    // Idle memory: the chats as they are now, their page still watching;
+    // then unwatched (the subscriber's share); then deleted (the session's).
     let idle = lrg.ask("usage");
     f.tasks_alive = idle["tasks"].as_u64().unwrap_or(0) as usize;
-    rt.block_on(delete_all(&client, &base, &chats));
     drop(streams);
     rt.block_on(async { tokio::time::sleep(Duration::from_millis(500)).await });
+    let unwatched = lrg.ask("usage");
+    rt.block_on(delete_all(&client, &base, &chats));
     let gone = lrg.ask("usage");
     f.tasks_after = gone["tasks"].as_u64().unwrap_or(0) as usize;
-    f.per_session_bytes = (live(&idle) - live(&gone)) as f64 / n as f64;
+    f.per_session_bytes = (live(&unwatched) - live(&gone)) as f64 / n as f64;
+    f.per_subscriber_bytes = (live(&idle) - live(&unwatched)) as f64 / n as f64;
     f.shared_bytes = live(&gone) - live(&at_start);
     f
 }

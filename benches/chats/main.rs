@@ -44,12 +44,14 @@
 
 mod check;
 mod child;
+mod decoding;
 mod fake_openai;
 mod figures;
 mod http_run;
 mod library;
 mod usage;
 
+use figures::Figures;
 use lrg_benches::Counting;
 
 #[global_allocator]
@@ -82,10 +84,25 @@ fn main() {
     }
     lrg_providers::transport::ensure_tls_provider();
     eprintln!("chats: {n} chats, load {}", figures::load());
-    let library = library::run(n);
-    eprintln!("chats: library run done, load {}", figures::load());
-    let http = http_run::run(n);
-    eprintln!("chats: HTTP run done, load {}", figures::load());
+    // LRG_BENCH_CHATS_RUN=library|http runs one variant (e.g. to profile it).
+    let only = std::env::var("LRG_BENCH_CHATS_RUN").unwrap_or_default();
+    let mut library = if only != "http" {
+        let f = library::run(n);
+        eprintln!("chats: library run done, load {}", figures::load());
+        f
+    } else {
+        Figures::skipped(n)
+    };
+    let mut http = if only != "library" {
+        let f = http_run::run(n);
+        eprintln!("chats: HTTP run done, load {}", figures::load());
+        f
+    } else {
+        Figures::skipped(n)
+    };
+    let decode = decoding::cpu_per_turn();
+    library.decode_per_turn = decode;
+    http.decode_per_turn = decode;
     let ok = figures::report(n, &library, &http);
     if !ok {
         std::process::exit(1);

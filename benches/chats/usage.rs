@@ -33,6 +33,18 @@ pub fn now() -> Usage {
     }
 }
 
+/// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu() -> Duration {
+    // SAFETY: `clock_gettime` only writes the struct it is given.
+    #[allow(unsafe_code)]
+    let ts = unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        ts
+    };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// The peak RSS of this program, in KiB: Linux's `VmHWM`. `ru_maxrss`
 /// would do elsewhere, but on Linux it keeps the peak from before `exec`,
 /// i.e. the peak of cargo, which forked this bench.
