@@ -28,10 +28,14 @@ pub struct Figures {
     /// Live heap bytes per idle session.
     pub per_session_bytes: f64,
     /// Live heap bytes per SSE subscriber, with its connection (HTTP only).
-    pub per_subscriber_bytes: f64,
+    pub per_subscriber_bytes: Option<f64>,
     /// Live heap bytes left once the sessions were gone (pooled
     /// connections, caches): shared, not per session.
     pub shared_bytes: i64,
+    /// Of `shared_bytes`, what went with the model client (library only).
+    pub client_bytes: Option<i64>,
+    /// A variant left out (`LRG_BENCH_CHATS_RUN`).
+    pub skipped: bool,
     /// tokio tasks alive with every session idle.
     pub tasks_alive: usize,
     /// tokio tasks alive once the sessions ended.
@@ -51,6 +55,7 @@ impl Figures {
     pub fn skipped(n: usize) -> Self {
         Self {
             completed: n,
+            skipped: true,
             ..Self::default()
         }
     }
@@ -110,7 +115,19 @@ fn kib(bytes: f64) -> String {
 pub fn report(n: usize, library: &Figures, http: &Figures) -> bool {
     let runs = [library, http];
     let row = |md: &mut String, what: &str, goal: &str, f: &dyn Fn(&Figures) -> String| {
-        let _ = writeln!(md, "| {what} | {} | {} | {goal} |", f(library), f(http));
+        let cell = |run: &Figures| {
+            if run.skipped {
+                "—".to_string()
+            } else {
+                f(run)
+            }
+        };
+        let _ = writeln!(
+            md,
+            "| {what} | {} | {} | {goal} |",
+            cell(library),
+            cell(http)
+        );
     };
     let mut md = format!(
         "{n} chats at once, each one message of 3 model turns (2 tool calls, then the reply), \
@@ -160,13 +177,22 @@ pub fn report(n: usize, library: &Figures, http: &Figures) -> bool {
         &|f| kib(f.per_session_bytes),
     );
     row(&mut md, "memory per idle SSE subscriber (HTTP)", "", &|f| {
-        kib(f.per_subscriber_bytes)
+        f.per_subscriber_bytes.map_or("n/a".into(), kib)
     });
     row(
         &mut md,
         "memory left once the sessions ended (shared)",
         "",
         &|f| kib(f.shared_bytes as f64),
+    );
+    row(
+        &mut md,
+        "of which the model client's, with its idle pooled connections",
+        "",
+        &|f| {
+            f.client_bytes
+                .map_or("not measured".into(), |b| kib(b as f64))
+        },
     );
     row(
         &mut md,

@@ -205,7 +205,7 @@ pub fn run(n: usize) -> Figures {
     let gone = lrg.ask("usage");
     f.tasks_after = gone["tasks"].as_u64().unwrap_or(0) as usize;
     f.per_session_bytes = (live(&unwatched) - live(&gone)) as f64 / n as f64;
-    f.per_subscriber_bytes = (live(&idle) - live(&unwatched)) as f64 / n as f64;
+    f.per_subscriber_bytes = Some((live(&idle) - live(&unwatched)) as f64 / n as f64);
     f.shared_bytes = live(&gone) - live(&at_start);
     f
 }

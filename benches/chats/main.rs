@@ -36,9 +36,12 @@
 //! - **Peak RSS:** `ru_maxrss` of lrg's process.
 //! - **Memory per idle session:** live heap bytes (a counting global
 //!   allocator) with the N sessions idle after the run, minus the same
-//!   after they were dropped (HTTP: deleted), over N. What stays after the
-//!   drop (the HTTP client's pooled connections, ...) is shown apart as
-//!   shared memory.
+//!   after they were dropped (HTTP: unwatched, then deleted), over N. What
+//!   stays after the drop is shown apart as shared memory; in the library
+//!   run, the part of it that goes with the model client (its idle pooled
+//!   connections, one per chat that streamed at once) is measured by
+//!   dropping the client too. Over HTTP, the subscriber's share (its
+//!   subscription and connection) is what closing the event streams frees.
 #![allow(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: a failure to set up should stop it loudly
 
