@@ -6,13 +6,12 @@
 //! 40 tools (the session's own work: the model answers at once).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group};
 use futures::future::BoxFuture;
+use lrg_benches::{Counting, live_bytes};
 use lrg_chat::context::{self, Budget, ContextPolicy};
 use lrg_chat::events::{Event, EventLog};
 use lrg_chat::tools::{ToolOutput, Tools, ToolsError};
@@ -25,36 +24,6 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 /// Counts live heap bytes so the idle-session figure is measured, not guessed.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every method forwards to the system allocator unchanged and only
-// adds bookkeeping on an atomic counter.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
@@ -192,10 +161,6 @@ fn fitting(c: &mut Criterion) {
         b.iter(|| context::estimate(black_box(&history), 600))
     });
     group.finish();
-}
-
-fn live_bytes() -> isize {
-    LIVE.load(Ordering::SeqCst)
 }
 
 /// Live heap bytes per session, for `n` sessions built by `make`.
