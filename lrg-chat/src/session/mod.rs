@@ -780,11 +780,15 @@ impl ChatSession {
 /// Give every call of the last assistant message that has no result an
 /// error result (only after a panic cut the loop short), so the history stays
 /// one every model API accepts.
-fn answer_unanswered(history: &mut Vec<Message>) {
-    crate::store::answer_open_calls(
+fn answer_unanswered(history: &mut Messages) {
+    let missing = crate::store::open_call_results(
         history,
         "Not run: the session failed before this call could run.",
     );
+    // Checked before touching it: an edit copies a history still shared.
+    if !missing.is_empty() {
+        history.push(Message::tool_results(missing));
+    }
 }
 
 enum Work {
@@ -796,7 +800,7 @@ enum Work {
 /// Bookkeeping when a message ends: the stop note, denied approvals, busy off.
 fn finish(shared: &Shared, outcome: &TurnOutcome, note_stop: bool) {
     let mut state = shared.lock();
-    answer_unanswered(state.history.make_mut());
+    answer_unanswered(&mut state.history);
     if *outcome == TurnOutcome::Stopped {
         if note_stop {
             state.history.push(Message::assistant(STOPPED_NOTE));

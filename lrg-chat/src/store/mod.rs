@@ -451,11 +451,21 @@ pub const INTERRUPTED_NOTE: &str =
 /// an error result saying `note`, so the history is one every model API
 /// accepts. Returns how many calls were answered.
 pub(crate) fn answer_open_calls(history: &mut Vec<Message>, note: &str) -> usize {
+    let missing = open_call_results(history, note);
+    let n = missing.len();
+    if n > 0 {
+        history.push(Message::tool_results(missing));
+    }
+    n
+}
+
+/// What [`answer_open_calls`] would add, without touching the history.
+pub(crate) fn open_call_results(history: &[Message], note: &str) -> Vec<ToolResult> {
     let Some(last_call) = history
         .iter()
         .rposition(|m| m.role == Role::Assistant && m.tool_calls().next().is_some())
     else {
-        return 0;
+        return Vec::new();
     };
     let answered: HashSet<&str> = history[last_call + 1..]
         .iter()
@@ -465,16 +475,11 @@ pub(crate) fn answer_open_calls(history: &mut Vec<Message>, note: &str) -> usize
             _ => None,
         })
         .collect();
-    let missing: Vec<ToolResult> = history[last_call]
+    history[last_call]
         .tool_calls()
         .filter(|c| !answered.contains(c.id.as_str()))
         .map(|c| ToolResult::text(c, note, true))
-        .collect();
-    let n = missing.len();
-    if n > 0 {
-        history.push(Message::tool_results(missing));
-    }
-    n
+        .collect()
 }
 
 /// Milliseconds since the Unix epoch.
