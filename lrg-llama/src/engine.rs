@@ -17,7 +17,8 @@ use crate::worker::{Job, Loaded, spawn_worker};
 /// Counters of the last turn, to check and measure KV-cache reuse.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EngineStats {
-    /// Tokens of the rendered prompt.
+    /// Tokens of the rendered prompt (an image counts the tokens the
+    /// projector made of it).
     pub prompt_tokens: u32,
     /// Prompt tokens already in the KV cache from earlier turns.
     pub tokens_reused: u32,
