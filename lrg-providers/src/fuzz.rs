@@ -6,11 +6,12 @@
 //! takes arbitrary bytes, must not panic, and panics on purpose when an
 //! invariant breaks (that is how a fuzzer reports it). Not API.
 
+use crate::cli_agents::{self, CliKind};
 use crate::local_chat::AnswerDecoder;
 use crate::openai::ReasoningField;
 use crate::record::Recording;
 use crate::wire::{Decoder, Frame, Framer, Framing};
-use crate::{TurnEvent, anthropic, gemini, ollama, openai};
+use crate::{TurnEvent, anthropic, gemini, ollama, openai, responses};
 
 /// Chunk lengths for one irregular split of `data`, derived from the data
 /// itself so a fuzzer that changes the input also changes where it is cut.
@@ -148,6 +149,35 @@ pub fn gemini(data: &[u8]) {
 /// [`ollama::OllamaDecoder`].
 pub fn ollama(data: &[u8]) {
     decode(Framing::Ndjson, &mut ollama::OllamaDecoder::new(&[]), data);
+}
+
+/// Target `responses`: an OpenAI Responses API stream through
+/// [`responses::ResponsesDecoder`] (keeping the response id, so that path
+/// runs too).
+pub fn responses(data: &[u8]) {
+    decode(
+        Framing::Sse,
+        &mut responses::ResponsesDecoder::new("openai-responses", "fuzz", true, &[]),
+        data,
+    );
+}
+
+/// Target `cli_agents`: a CLI agent's JSON-lines output. The first byte picks
+/// the CLI (Claude Code, Codex, Gemini CLI); the rest is its stdout.
+pub fn cli_agents(data: &[u8]) {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let kind = match pick % 3 {
+        0 => CliKind::Claude,
+        1 => CliKind::Codex,
+        _ => CliKind::Gemini,
+    };
+    decode(
+        Framing::Ndjson,
+        cli_agents::stream_decoder(kind, "fuzz").as_mut(),
+        rest,
+    );
 }
 
 /// What an [`AnswerDecoder`] streamed: reasoning, text, or a tool call's

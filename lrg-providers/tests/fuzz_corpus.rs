@@ -96,3 +96,13 @@ fn provider_seeds_are_real_streams() {
         .collect();
     assert_eq!(text, "Hello \u{e9}\u{1F600}");
 }
+
+#[test]
+fn responses_seeds() {
+    run_corpus("responses", lrg_providers::fuzz::responses);
+}
+
+#[test]
+fn cli_agents_seeds() {
+    run_corpus("cli_agents", lrg_providers::fuzz::cli_agents);
+}

@@ -135,13 +135,18 @@ impl CliAgent {
     }
 
     fn decoder(&self) -> Box<dyn Decoder> {
-        let provider = self.config.kind.spec().provider;
-        let model = &self.config.model;
-        match self.config.kind {
-            CliKind::Claude => Box::new(claude::ClaudeDecoder::new(provider, model)),
-            CliKind::Codex => Box::new(codex::CodexDecoder::new(provider, model)),
-            CliKind::Gemini => Box::new(gemini::GeminiDecoder::new(provider, model)),
-        }
+        stream_decoder(self.config.kind, &self.config.model)
+    }
+}
+
+/// The decoder of `kind`'s JSON-lines output, one line per frame (also what
+/// the `cli_agents` fuzz target feeds).
+pub(crate) fn stream_decoder(kind: CliKind, model: &str) -> Box<dyn Decoder> {
+    let provider = kind.spec().provider;
+    match kind {
+        CliKind::Claude => Box::new(claude::ClaudeDecoder::new(provider, model)),
+        CliKind::Codex => Box::new(codex::CodexDecoder::new(provider, model)),
+        CliKind::Gemini => Box::new(gemini::GeminiDecoder::new(provider, model)),
     }
 }
 
