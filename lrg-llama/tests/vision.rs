@@ -230,6 +230,7 @@ async fn the_second_turn_reuses_the_image_and_evaluates_only_new_text() {
         .await
         .unwrap();
     let s2 = engine.stats();
+    println!("turn 1: {s1:?}\nturn 2: {s2:?}");
     // Everything up to turn 1's answer is reused, image included.
     assert!(s2.tokens_reused >= s1.prompt_tokens, "{s1:?} {s2:?}");
     assert!(
