@@ -107,11 +107,10 @@ fn a_projector_loads_with_its_model_and_the_run_works() {
         "llama:tiny.gguf",
         "--mmproj",
         "mmproj.gguf",
-        "--mcp",
-        "lrg demo-server",
-        "--max-steps",
-        "2",
-        "What notes do I have?",
+        // Short: the random model's answer only has to arrive.
+        "--max-tokens",
+        "48",
+        "What is in the picture?",
     ]));
     assert!(r.code == 0 || r.code == 3, "{r:?}");
     assert!(r.stdout.contains("\"assistant_turn\""), "{r:?}");
