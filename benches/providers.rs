@@ -19,6 +19,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt as _;
+use lrg_benches::{openai_chunk, openai_usage_chunk};
 use lrg_providers::ollama::OllamaDecoder;
 use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig, OpenAiDecoder};
 use lrg_providers::responses::ResponsesDecoder;
@@ -72,18 +73,6 @@ fn word(i: usize) -> &'static str {
     WORDS[i % WORDS.len()]
 }
 
-/// One OpenAI streaming chunk, as api.openai.com writes it (with
-/// `stream_options.include_usage`, every chunk carries `"usage":null`).
-fn openai_chunk(delta: &serde_json::Value, finish: Option<&str>) -> String {
-    let chunk = serde_json::json!({
-        "id": "chatcmpl-BQx8b1Yt0aZ5fXg3E7h2kLmNoPqRs", "object": "chat.completion.chunk", "created": 1745877123,
-        "model": "gpt-4.1-2025-04-14", "service_tier": "default", "system_fingerprint": "fp_b38e740b47",
-        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
-        "usage": null, "obfuscation": "k2Xr"
-    });
-    format!("data: {chunk}\n\n")
-}
-
 /// The whole answer, in network-sized writes.
 fn openai_stream() -> Vec<Bytes> {
     let mut events = Vec::with_capacity(DELTAS + 4);
@@ -95,12 +84,7 @@ fn openai_stream() -> Vec<Bytes> {
         events.push(openai_chunk(&serde_json::json!({"content": word(i)}), None));
     }
     events.push(openai_chunk(&serde_json::json!({}), Some("stop")));
-    let usage = serde_json::json!({
-        "id": "chatcmpl-BQx8b1Yt0aZ5fXg3E7h2kLmNoPqRs", "object": "chat.completion.chunk", "created": 1745877123,
-        "model": "gpt-4.1-2025-04-14", "choices": [],
-        "usage": {"prompt_tokens": 19, "completion_tokens": DELTAS, "total_tokens": DELTAS + 19}
-    });
-    events.push(format!("data: {usage}\n\n"));
+    events.push(openai_usage_chunk(19, DELTAS));
     events.push("data: [DONE]\n\n".to_string());
     events
         .chunks(EVENTS_PER_WRITE)

@@ -6,13 +6,19 @@
 //! Per figure it writes the mean time, the throughput when the bench declares
 //! one, and the ratio to its group's baseline in the same run: the figure
 //! whose name starts with `baseline` or `floor` (per byte or element when both
-//! declare a throughput), or a baseline named in [`BASELINES`].
+//! declare a throughput), or a baseline named in [`BASELINES`]. A bench that
+//! is no criterion bench (`chats`) writes its own table to
+//! `$CRITERION_HOME/summary.md`, which is copied in.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+/// A markdown table a bench writes into its `CRITERION_HOME` instead of (or
+/// beside) criterion's figures; copied into the bench's section as it is.
+const SUMMARY: &str = "summary.md";
 
 /// Groups whose baseline does not follow the naming rule: (group, figure).
 const BASELINES: &[(&str, &str)] = &[("ttft_4000_token_conversation", "turn_1_cold_cache")];
@@ -50,6 +56,14 @@ fn main() {
         let mut figures = Vec::new();
         collect(&bench, &mut figures);
         let _ = writeln!(md, "\n## {name}\n");
+        // A bench binary that is not criterion's leaves its own table.
+        let summary = std::fs::read_to_string(bench.join(SUMMARY)).ok();
+        if let Some(summary) = &summary {
+            let _ = writeln!(md, "{}\n", summary.trim_end());
+        }
+        if figures.is_empty() && summary.is_some() {
+            continue;
+        }
         if figures.is_empty() {
             let _ = writeln!(
                 md,

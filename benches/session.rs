@@ -5,12 +5,11 @@
 //! with the estimates a session keeps).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
+use lrg_benches::{Counting, live_bytes};
 use lrg_chat::context::{self, Budget, ContextPolicy};
 use lrg_chat::events::{Event, EventLog};
 use lrg_chat::{ChatSession, FixedModel, Permissions};
@@ -21,36 +20,6 @@ use lrg_providers::{
 use serde_json::json;
 
 /// Counts live heap bytes so the idle-session figure is measured, not guessed.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every method forwards to the system allocator unchanged and only
-// adds bookkeeping on an atomic counter.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
@@ -188,10 +157,6 @@ fn fitting(c: &mut Criterion) {
         b.iter(|| context::estimate(black_box(&history), 600))
     });
     group.finish();
-}
-
-fn live_bytes() -> isize {
-    LIVE.load(Ordering::SeqCst)
 }
 
 /// Live heap bytes per session, for `n` sessions built by `make`.

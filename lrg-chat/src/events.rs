@@ -199,10 +199,13 @@ pub enum Event {
     },
     /// Token usage of the last model turn.
     Usage {
-        /// Tokens the model read (system prompt, tools, conversation).
-        prompt_tokens: u32,
-        /// Tokens it wrote.
-        completion_tokens: u32,
+        /// Its counts, as the provider reported them (normalised: see
+        /// [`lrg_providers::Usage`]). On the wire they are fields of the
+        /// event itself (`prompt_tokens`, `completion_tokens` and, when
+        /// reported, `cached_prompt_tokens`, `cache_write_tokens`,
+        /// `reasoning_tokens`).
+        #[serde(flatten)]
+        usage: lrg_providers::Usage,
         /// The window the session fits the conversation into.
         context_window: u32,
     },
@@ -454,6 +457,9 @@ struct LogState {
     recent: VecDeque<Arc<LogEntry>>,
     /// How many events were ever put in `recent` (its end position).
     published: u64,
+    /// Live [`Subscription`]s (counted under the lock, unlike the watch
+    /// channel's receivers).
+    subscribers: usize,
 }
 
 /// The numbered, kept event log of one session, with live fan-out to any
@@ -549,7 +555,8 @@ impl EventLog {
     /// The kept events after `after`, then live events as they are
     /// published, with nothing lost or repeated in between.
     pub fn subscribe(&self, after: u64) -> Subscription {
-        let state = lock(&self.state);
+        let mut state = lock(&self.state);
+        state.subscribers += 1;
         let start = usize::try_from(after)
             .unwrap_or(usize::MAX)
             .min(state.entries.len());
@@ -584,6 +591,18 @@ pub struct Subscription {
     done: bool,
 }
 
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        // The last subscriber leaving: nothing in `recent` is needed any
+        // more, and the next publish (which would clear it) may never come.
+        let mut state = lock(&self.state);
+        state.subscribers = state.subscribers.saturating_sub(1);
+        if state.subscribers == 0 {
+            state.recent.clear();
+        }
+    }
+}
+
 impl Subscription {
     /// The next event; `None` once the log is gone or after a
     /// [`Event::Resync`].
@@ -596,7 +615,7 @@ impl Subscription {
                 return None;
             }
             {
-                let state = lock(&self.state);
+                let mut state = lock(&self.state);
                 let oldest = state.published - state.recent.len() as u64;
                 if self.next < oldest || state.published - self.next > LAG_LIMIT {
                     self.done = true;
@@ -607,9 +626,18 @@ impl Subscription {
                 }
                 if self.next < state.published {
                     let index = usize::try_from(self.next - oldest).unwrap_or(usize::MAX);
-                    if let Some(entry) = state.recent.get(index) {
+                    if let Some(entry) = state.recent.get(index).cloned() {
                         self.next += 1;
-                        return Some(entry.clone());
+                        // The only subscriber (none can join while the lock
+                        // is held, and one that joins later starts at
+                        // `published`): what it has read is needed by no
+                        // one. An idle chat with its page open would
+                        // otherwise keep its last LAG_LIMIT events, deltas
+                        // included (about 130 KiB after a 600-delta message).
+                        if state.subscribers == 1 {
+                            state.recent.drain(..=index);
+                        }
+                        return Some(entry);
                     }
                 }
                 self.head.mark_unchanged();
@@ -626,5 +654,59 @@ impl Subscription {
             self,
             |mut sub| async move { sub.next().await.map(|e| (e, sub)) },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delta(i: usize) -> Event {
+        Event::Delta {
+            kind: DeltaKind::Text,
+            text: i.to_string(),
+        }
+    }
+
+    fn recent(log: &EventLog) -> usize {
+        lock(&log.state).recent.len()
+    }
+
+    #[tokio::test]
+    async fn a_sole_subscriber_keeps_only_what_it_has_not_read() {
+        let log = EventLog::new();
+        let mut sub = log.subscribe(0);
+        for i in 0..100 {
+            log.publish_live(delta(i));
+        }
+        for _ in 0..60 {
+            sub.next().await.expect("event");
+        }
+        assert_eq!(recent(&log), 40);
+        for _ in 0..40 {
+            sub.next().await.expect("event");
+        }
+        assert_eq!(recent(&log), 0);
+        log.publish_live(delta(100));
+        let last = sub.next().await.expect("event");
+        assert_eq!(last.event, delta(100));
+    }
+
+    #[tokio::test]
+    async fn two_subscribers_keep_the_recent_events_until_both_are_gone() {
+        let log = EventLog::new();
+        let mut first = log.subscribe(0);
+        let second = log.subscribe(0);
+        for i in 0..100 {
+            log.publish_live(delta(i));
+        }
+        for _ in 0..100 {
+            first.next().await.expect("event");
+        }
+        assert_eq!(recent(&log), 100, "the second subscriber has read none");
+        drop(second);
+        assert_eq!(recent(&log), 100, "the first is still there");
+        drop(first);
+        assert_eq!(recent(&log), 0);
     }
 }

@@ -38,10 +38,7 @@ fn result_text(request: &TurnRequest, index: usize) -> String {
 #[tokio::test]
 async fn old_tool_results_give_way_and_the_history_keeps_them() {
     let long_name = "n".repeat(4_000);
-    let usage = Some(Usage {
-        prompt_tokens: 40,
-        completion_tokens: 1,
-    });
+    let usage = Some(Usage::new(40, 1));
     let model = ScriptedModel::new(vec![
         ScriptedTurn {
             usage,

@@ -12,6 +12,7 @@ use lrg_chat::events::{
 };
 use lrg_chat::permissions::{ApprovalReason, Mode, PermissionSettings};
 use lrg_chat::tools::ToolClass;
+use lrg_providers::Usage;
 use serde_json::json;
 use session_support::*;
 
@@ -380,8 +381,9 @@ fn wire_format_of_every_event() {
             autonomous: false,
         },
         Event::Usage {
-            prompt_tokens: 4_100,
-            completion_tokens: 50,
+            usage: Usage::new(4_100, 50)
+                .with_cached_prompt_tokens(4_000)
+                .with_reasoning_tokens(20),
             context_window: 8_192,
         },
         Event::Permissions {

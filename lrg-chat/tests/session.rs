@@ -635,10 +635,7 @@ async fn clear_and_compact() {
 async fn usage_teaches_the_overhead() {
     let (session, _, _) = new_session(vec![ScriptedTurn {
         text: Some("ok".into()),
-        usage: Some(Usage {
-            prompt_tokens: 1_234,
-            completion_tokens: 2,
-        }),
+        usage: Some(Usage::new(1_234, 2)),
         ..Default::default()
     }]);
     finish(session.send("hi").unwrap()).await;
@@ -647,6 +644,48 @@ async fn usage_teaches_the_overhead() {
     assert_eq!(
         usage,
         &json!({"seq": 3, "type": "usage", "prompt_tokens": 1234, "completion_tokens": 2, "context_window": 8192})
+    );
+}
+
+/// Cached and reasoning counts reach the `usage` event and add up in the
+/// session's totals; a turn that did not report them adds nothing to them.
+#[tokio::test]
+async fn usage_breakdown_reaches_events_and_totals() {
+    let (session, _, _) = new_session(vec![
+        ScriptedTurn {
+            text: Some("one".into()),
+            usage: Some(
+                Usage::new(1_000, 40)
+                    .with_cached_prompt_tokens(800)
+                    .with_reasoning_tokens(30),
+            ),
+            ..Default::default()
+        },
+        ScriptedTurn {
+            text: Some("two".into()),
+            usage: Some(Usage::new(1_100, 10)),
+            ..Default::default()
+        },
+    ]);
+    finish(session.send("hi").unwrap()).await;
+    finish(session.send("again").unwrap()).await;
+    let log = log(&session);
+    let usages: Vec<_> = log.iter().filter(|e| e["type"] == "usage").collect();
+    assert_eq!(
+        usages[0]["cached_prompt_tokens"], 800,
+        "the breakdown is on the event"
+    );
+    assert_eq!(usages[0]["reasoning_tokens"], 30);
+    assert!(
+        usages[1].get("cached_prompt_tokens").is_none(),
+        "unreported stays out: {}",
+        usages[1]
+    );
+    assert_eq!(
+        session.usage(),
+        Usage::new(2_100, 50)
+            .with_cached_prompt_tokens(800)
+            .with_reasoning_tokens(30)
     );
 }
 

@@ -98,7 +98,7 @@ pub struct ModelArgs {
     /// Refuse models that send the conversation to a third party's cloud
     #[arg(long, env = "LRG_LOCAL_ONLY", value_parser = clap::builder::BoolishValueParser::new())]
     pub local_only: bool,
-    /// How tools reach an OpenAI-compatible server (server:, lmstudio:): native (default), auto
+    /// How tools reach a server you run (server:, lmstudio:, ollama:): native (default), auto
     /// (by the model's family; calls the model writes as text are read too), or a text format:
     /// hermes, qwen3-coder, mistral, llama3, harmony, granite, deepseek, pythonic, markdown-json
     #[arg(long, value_name = "FORMAT")]

@@ -232,6 +232,77 @@ fn claude_cli_on_path_streams_the_answer() {
     assert_eq!(env.read("bin/stdin.1"), "hi");
 }
 
+/// `--json` carries the usage breakdown: the fake claude reports cache reads
+/// and writes, which count in the prompt tokens as the Messages API does.
+#[cfg(unix)]
+#[test]
+fn json_usage_carries_cached_tokens() {
+    let env = Env::new();
+    let path = fake_cli(&env, "claude");
+    let r = ran(env.lrg().env("PATH", path).args([
+        "run",
+        "--json",
+        "--model",
+        "claude-cli:sonnet",
+        "hi",
+    ]));
+    assert_eq!(r.code, 0, "{r:?}");
+    let usage: Value = r
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "usage")
+        .expect("a usage event");
+    assert_eq!(usage["prompt_tokens"], 18, "{usage}");
+    assert_eq!(usage["completion_tokens"], 7, "{usage}");
+    assert_eq!(usage["cached_prompt_tokens"], 5, "{usage}");
+    assert_eq!(usage["cache_write_tokens"], 10, "{usage}");
+    assert!(usage.get("reasoning_tokens").is_none(), "{usage}");
+}
+
+/// An agent CLI works lrg's tools: the fake `claude` answers the tools
+/// described in its prompt with a Hermes `<tool_call>`, lrg runs it on the
+/// MCP server, and the result goes back on the resumed session.
+#[cfg(unix)]
+#[test]
+fn claude_cli_calls_an_mcp_tool_written_as_text() {
+    let env = Env::new();
+    let path = fake_cli(&env, "claude");
+    std::fs::write(
+        env.path("bin/tool_call"),
+        r#"{"name": "list_notes", "arguments": {}}"#,
+    )
+    .unwrap();
+    let r = ran(env.lrg().env("PATH", path).args([
+        "run",
+        "--model",
+        "claude-cli:sonnet",
+        "--mcp",
+        DEMO,
+        "what are my notes?",
+    ]));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("→ list_notes"), "{r:?}");
+    assert!(
+        r.stdout.ends_with("Done: the tool answered.\n"),
+        "the reply follows the call: {r:?}"
+    );
+    assert!(!r.stdout.contains("<tool_call>"), "{r:?}");
+    let args = env.read("bin/args.1");
+    assert!(
+        args.contains("<tools>") && args.contains("list_notes"),
+        "{args}"
+    );
+    // Turn 2 resumes turn 1's session with only the tool's result.
+    let args = env.read("bin/args.2");
+    assert!(args.contains("--resume\nsess-1"), "{args}");
+    let stdin = env.read("bin/stdin.2");
+    assert!(
+        stdin.starts_with("<tool_response>") && stdin.contains("1: Buy oat milk and coffee beans"),
+        "{stdin}"
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn models_lists_the_agent_clis_with_their_availability() {

@@ -436,6 +436,50 @@ async fn server_answering_with_a_hermes_text_call_runs_the_tool_with_tool_format
     assert!(!r.stdout.contains("tool_call"), "{r:?}");
 }
 
+/// Ollama's own API, with a model whose template has no tool support: with
+/// `--tool-format hermes` the tools go in the system prompt, the Hermes text
+/// the model answers with runs the tool, and its result goes back as text.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_answering_with_a_hermes_text_call_runs_the_tool_with_tool_format_hermes() {
+    let server = MockServer::start().await;
+    // The answer after the tool ran (its result is in the request, as text).
+    Mock::given(method("POST"))
+        .and(path("/api/chat"))
+        .and(wiremock::matchers::body_string_contains("<tool_response>"))
+        .respond_with(ollama_stream("You have three notes."))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat"))
+        .and(wiremock::matchers::body_string_contains("# Tools"))
+        .respond_with(ollama_stream(
+            "<tool_call>\n{\"name\": \"list_notes\", \"arguments\": {}}\n</tool_call>",
+        ))
+        .expect(1)
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    let (r, _) = run(
+        "ollama:qwen3:8b",
+        &[("OLLAMA_HOST", server.uri())],
+        &["--tool-format", "hermes", "--mcp", "lrg demo-server"],
+    )
+    .await;
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "You have three notes.\n"),
+        "{r:?}"
+    );
+    assert!(r.stderr.contains("→ list_notes {} [read]"), "{r:?}");
+    assert!(!r.stdout.contains("tool_call"), "{r:?}");
+    // The server was never sent tools natively.
+    for request in server.received_requests().await.unwrap() {
+        let body: Value = request.body_json().unwrap_or(Value::Null);
+        assert!(body.get("tools").is_none(), "{body}");
+    }
+}
+
 #[test]
 fn an_unknown_tool_format_is_a_usage_error() {
     let r = ran(common::Env::new().lrg().args([

@@ -403,10 +403,10 @@ async fn stream_replies(
                 } else {
                     stop
                 };
-                let usage = Usage {
-                    prompt_tokens: usage.prompt_tokens,
-                    completion_tokens: usage.completion_tokens,
-                };
+                // The prompt tokens the sidecar kept in its KV cache were
+                // read, not computed: they are its cached prompt tokens.
+                let usage = Usage::new(usage.prompt_tokens, usage.completion_tokens)
+                    .with_cached_prompt_tokens(usage.reused_tokens);
                 // The reader may be gone (it cancelled): nothing to tell.
                 let _ = events.send(Ok(EngineEvent::Done { usage, stop })).await;
                 return Ok(());

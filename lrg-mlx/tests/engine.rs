@@ -148,6 +148,8 @@ async fn the_second_turn_evaluates_only_the_new_tokens() {
     assert_eq!(s1.tokens_evaluated, s1.prompt_tokens);
     assert_eq!(s1.tokens_generated, out1.usage.completion_tokens);
     assert!(!s1.grammar_reused);
+    // Reused prompt tokens are reported as cached ones.
+    assert_eq!(out1.usage.cached_prompt_tokens, Some(0));
 
     let mut second = first.clone();
     second.push(msg(EngineRole::Assistant, &out1.text));
@@ -156,13 +158,14 @@ async fn the_second_turn_evaluates_only_the_new_tokens() {
         "Result of list_directory: {\"entries\":[\"a.txt\",\"b.txt\"]}",
     ));
     let prompt2 = engine.tokenize_prompt(&second).await.unwrap();
-    run(
+    let out2 = run(
         &engine,
         turn(second.clone(), five_tool_schema(), 2, 0.7, 3000),
     )
     .await
     .unwrap();
     let s2 = engine.stats();
+    assert_eq!(out2.usage.cached_prompt_tokens, Some(s2.tokens_reused));
     assert_eq!(s2.prompt_tokens as usize, prompt2.len());
     // All of turn 1's prompt is reused, whatever the tokenizer makes of the
     // answer, and only the rest is evaluated.

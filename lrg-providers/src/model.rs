@@ -87,12 +87,89 @@ impl TurnRequest {
 }
 
 /// Token counts reported for a turn.
+///
+/// The two totals mean the same for every provider; each adapter normalises
+/// its API's figures to them:
+/// - `prompt_tokens` counts *every* token the model read, whether it was
+///   computed afresh, read from a prompt cache or written to one. (Anthropic's
+///   `input_tokens` leaves cache reads and writes out; its adapter adds them.)
+/// - `completion_tokens` counts *every* token the model wrote, reasoning
+///   included. (Gemini's `candidatesTokenCount` leaves thoughts out; its
+///   adapter adds them.)
+///
+/// The optional counts break those totals down, so each is a part of its
+/// total, never more than it. `None` means the provider did not say (which is
+/// not the same as `Some(0)`: "reported, and none"). They are left out of
+/// JSON when `None`, so records written before they existed still load.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
-    /// Tokens read: system prompt, tools and conversation.
+    /// Tokens read: system prompt, tools and conversation, cached or not.
     pub prompt_tokens: u32,
-    /// Tokens written by the model.
+    /// Tokens written by the model, reasoning included.
     pub completion_tokens: u32,
+    /// Of `prompt_tokens`, those read from a cache rather than computed:
+    /// a provider's prompt cache, or a local engine's kept KV cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_tokens: Option<u32>,
+    /// Of `prompt_tokens`, those written to a prompt cache for later turns
+    /// (Anthropic bills them apart; other providers do not report them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u32>,
+    /// Of `completion_tokens`, those spent on reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u32>,
+}
+
+impl Usage {
+    /// Totals only: `prompt_tokens` read, `completion_tokens` written.
+    pub fn new(prompt_tokens: u32, completion_tokens: u32) -> Self {
+        Self {
+            prompt_tokens,
+            completion_tokens,
+            ..Self::default()
+        }
+    }
+
+    /// With the prompt tokens read from a cache: a part of `prompt_tokens`,
+    /// capped at it (a server's figure above it is wrong).
+    pub fn with_cached_prompt_tokens(mut self, tokens: impl Into<Option<u32>>) -> Self {
+        self.cached_prompt_tokens = tokens.into().map(|n| n.min(self.prompt_tokens));
+        self
+    }
+
+    /// With the prompt tokens written to a cache: a part of `prompt_tokens`,
+    /// capped at it.
+    pub fn with_cache_write_tokens(mut self, tokens: impl Into<Option<u32>>) -> Self {
+        self.cache_write_tokens = tokens.into().map(|n| n.min(self.prompt_tokens));
+        self
+    }
+
+    /// With the reasoning tokens: a part of `completion_tokens`, capped at it.
+    pub fn with_reasoning_tokens(mut self, tokens: impl Into<Option<u32>>) -> Self {
+        self.reasoning_tokens = tokens.into().map(|n| n.min(self.completion_tokens));
+        self
+    }
+}
+
+/// Running totals: `total += turn`. A breakdown stays `None` only while no
+/// turn reported it. Saturates rather than wraps.
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        fn sum(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.saturating_add(b)),
+                (a, b) => a.or(b),
+            }
+        }
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.cached_prompt_tokens = sum(self.cached_prompt_tokens, other.cached_prompt_tokens);
+        self.cache_write_tokens = sum(self.cache_write_tokens, other.cache_write_tokens);
+        self.reasoning_tokens = sum(self.reasoning_tokens, other.reasoning_tokens);
+    }
 }
 
 /// Why a turn ended.
@@ -387,4 +464,45 @@ pub async fn collect_turn(mut stream: TurnStream) -> Result<AssistantTurn, Provi
         turn.push(event?);
     }
     Ok(turn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Usage;
+
+    #[test]
+    fn usage_without_breakdown_keeps_its_old_json() {
+        let usage = Usage::new(12, 3);
+        let json = serde_json::to_string(&usage).unwrap();
+        assert_eq!(json, r#"{"prompt_tokens":12,"completion_tokens":3}"#);
+        // An old record (no breakdown) loads with none.
+        assert_eq!(serde_json::from_str::<Usage>(&json).unwrap(), usage);
+        let full = usage.with_cached_prompt_tokens(10).with_reasoning_tokens(2);
+        let back: Usage = serde_json::from_str(&serde_json::to_string(&full).unwrap()).unwrap();
+        assert_eq!(back, full);
+    }
+
+    #[test]
+    fn a_breakdown_is_capped_at_its_total() {
+        let usage = Usage::new(5, 2)
+            .with_cached_prompt_tokens(9)
+            .with_cache_write_tokens(6)
+            .with_reasoning_tokens(4);
+        assert_eq!(usage.cached_prompt_tokens, Some(5));
+        assert_eq!(usage.cache_write_tokens, Some(5));
+        assert_eq!(usage.reasoning_tokens, Some(2));
+    }
+
+    #[test]
+    fn totals_add_and_keep_a_breakdown_any_turn_reported() {
+        let mut total = Usage::new(10, 1);
+        total += Usage::new(20, 5).with_cached_prompt_tokens(8);
+        total += Usage::new(30, 7).with_reasoning_tokens(3);
+        total += Usage::new(u32::MAX, 0).with_cached_prompt_tokens(4);
+        assert_eq!(total.prompt_tokens, u32::MAX);
+        assert_eq!(total.completion_tokens, 13);
+        assert_eq!(total.cached_prompt_tokens, Some(12));
+        assert_eq!(total.cache_write_tokens, None);
+        assert_eq!(total.reasoning_tokens, Some(3));
+    }
 }

@@ -264,13 +264,7 @@ mod tests {
         assert_eq!(turn.tool_calls()[0].name, "ls");
         assert_eq!(turn.tool_calls()[0].id, "call_1_1");
         assert_eq!(turn.stop, Some(StopReason::ToolCalls));
-        assert_eq!(
-            turn.usage,
-            Some(Usage {
-                prompt_tokens: 10,
-                completion_tokens: 3
-            })
-        );
+        assert_eq!(turn.usage, Some(Usage::new(10, 3)));
         let err = collect_turn(model.turn(req.clone(), CancellationToken::new()))
             .await
             .unwrap_err();

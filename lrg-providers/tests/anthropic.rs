@@ -142,10 +142,12 @@ async fn plain_text_streams_with_usage() {
             TurnEvent::TextDelta {
                 text: "world.".into()
             },
-            TurnEvent::Usage(Usage {
-                prompt_tokens: 20,
-                completion_tokens: 7
-            }),
+            // The API reports both cache counts, here as zero.
+            TurnEvent::Usage(
+                Usage::new(20, 7)
+                    .with_cached_prompt_tokens(0)
+                    .with_cache_write_tokens(0)
+            ),
             TurnEvent::End {
                 stop: StopReason::EndTurn
             },
@@ -155,18 +157,21 @@ async fn plain_text_streams_with_usage() {
 }
 
 #[tokio::test]
-async fn cached_tokens_count_as_prompt_tokens() {
+async fn cache_reads_and_writes_count_as_prompt_tokens() {
     let server = MockServer::start().await;
     let mut events = text_stream(&["ok"]);
     events[0] = message_start(3, 1_500);
+    events[0]["message"]["usage"]["cache_creation_input_tokens"] = json!(200);
     serve(&server, sse(&events)).await;
     let got = turn(&chat(&server.uri()), ask("x")).await.unwrap();
+    // `input_tokens` leaves both out; `prompt_tokens` counts them.
     assert_eq!(
         got.usage,
-        Some(Usage {
-            prompt_tokens: 1_503,
-            completion_tokens: 7
-        })
+        Some(
+            Usage::new(1_703, 7)
+                .with_cached_prompt_tokens(1_500)
+                .with_cache_write_tokens(200)
+        )
     );
 }
 
@@ -328,14 +333,19 @@ async fn two_turns_send_thinking_back_unchanged_and_pair_every_result() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
+        .and(common::Invariants::new(common::Api::Anthropic, Some(KEY)))
         .respond_with(sse_response(sse(&thinking_and_two_calls())))
         .up_to_n_times(1)
         .with_priority(1)
+        .expect(1)
         .mount(&server)
         .await;
-    serve(
+    common::mount_checked(
         &server,
-        sse(&text_stream(&["a.txt says hi; b.png is a dot."])),
+        "/v1/messages",
+        common::Invariants::new(common::Api::Anthropic, Some(KEY)),
+        sse_response(sse(&text_stream(&["a.txt says hi; b.png is a dot."]))),
+        1,
     )
     .await;
     let model = AnthropicChat::new(config(&server.uri()).with_thinking_budget(1_024)).unwrap();
@@ -392,6 +402,7 @@ async fn two_turns_send_thinking_back_unchanged_and_pair_every_result() {
         "images go inside tool_result"
     );
     insta::assert_json_snapshot!("second_turn_request", sent[1]);
+    server.verify().await;
 }
 
 #[tokio::test]

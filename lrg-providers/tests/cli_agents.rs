@@ -15,8 +15,8 @@ use std::time::Duration;
 use common::{events, turn};
 use lrg_providers::cli_agents::{CliAgent, CliAgentConfig, CliKind};
 use lrg_providers::{
-    ChatModel, Message, ModelLocation, Part, ProviderError, StopReason, TurnEvent, TurnRequest,
-    Usage,
+    ChatModel, Message, ModelLocation, Part, ProviderError, StopReason, ToolCall, ToolResult,
+    ToolSpec, TurnEvent, TurnRequest, Usage,
 };
 
 const FIXTURE: &str = concat!(
@@ -88,12 +88,14 @@ async fn claude_streams_reasoning_and_text_with_chat_only_args() {
         ],
         "deltas come live, and the whole message does not repeat them"
     );
+    // As the Messages API counts: cache reads and writes added to the input.
     assert_eq!(
         all[3],
-        TurnEvent::Usage(Usage {
-            prompt_tokens: 18,
-            completion_tokens: 7
-        })
+        TurnEvent::Usage(
+            Usage::new(18, 7)
+                .with_cached_prompt_tokens(5)
+                .with_cache_write_tokens(10)
+        )
     );
     assert!(matches!(&all[4], TurnEvent::Native(n) if n.value["id"] == "sess-1"));
     assert_eq!(
@@ -180,6 +182,94 @@ async fn a_second_turn_resumes_with_only_the_new_tail() {
     );
 }
 
+fn notes_tool() -> ToolSpec {
+    ToolSpec {
+        name: "read_note".into(),
+        description: "Read one note by its name.".into(),
+        input_schema: serde_json::json!({"type": "object",
+            "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+        annotations: Default::default(),
+    }
+}
+
+/// lrg's tools reach an agent CLI only as text: described in its system
+/// prompt in Hermes format, its `<tool_call>` read back as a call, and the
+/// result sent on the resumed session as a `<tool_response>`.
+#[tokio::test]
+async fn claude_gets_lrgs_tools_as_hermes_text_and_their_results_on_resume() {
+    let fake = Fake::new("claude");
+    std::fs::write(
+        fake.dir.path().join("tool_call"),
+        r#"{"name": "read_note", "arguments": {"name": "shopping"}}"#,
+    )
+    .unwrap();
+    let model = fake.model(CliKind::Claude, "sonnet");
+    let first = ask("what is on my shopping list?").tools(vec![notes_tool()]);
+    let answer = turn(&model, first.clone()).await.unwrap();
+    assert_eq!(answer.stop, Some(StopReason::ToolCalls));
+    assert_eq!(
+        answer.text(),
+        "Let me look.\n",
+        "the call is not shown as text"
+    );
+    let call = answer.into_message();
+    let calls: Vec<&ToolCall> = call.tool_calls().collect();
+    assert_eq!(calls.len(), 1, "{call:?}");
+    assert_eq!(calls[0].name, "read_note");
+    assert_eq!(calls[0].arguments, serde_json::json!({"name": "shopping"}));
+    // The tools are in the system prompt (the log has one argument a line,
+    // so the prompt's own lines are apart), and the CLI's own stay off.
+    let logged = fake.log("args", 1);
+    let system = &logged[logged.find("--system-prompt\n").unwrap()..];
+    assert!(system.contains("Be brief.\n\n# Tools"), "{system}");
+    assert!(
+        system.contains("<tools>") && system.contains(r#""name":"read_note""#),
+        "{system}"
+    );
+    assert!(system.contains("<tool_call>"), "{system}");
+    let args = fake.args(1);
+    assert_eq!(
+        args[args.iter().position(|a| a == "--tools").unwrap() + 1],
+        ""
+    );
+
+    // The result goes back as text on the resumed session: only the tail.
+    let result = ToolResult::text(calls[0], "milk, eggs", false);
+    let mut history = first.messages.clone();
+    history.push(call.clone());
+    history.push(Message::tool_results([result]));
+    let reply = turn(&model, with_messages(first.clone(), history.clone()))
+        .await
+        .unwrap();
+    assert_eq!(reply.text(), "Done: the tool answered.");
+    assert_eq!(reply.stop, Some(StopReason::EndTurn));
+    let args = fake.args(2);
+    assert_eq!(&args[args.len() - 2..], ["--resume", "sess-1"]);
+    assert_eq!(
+        fake.log("stdin", 2),
+        "<tool_response>\nmilk, eggs\n</tool_response>"
+    );
+
+    // The session id lost: the replay writes the call and its result in the
+    // same format.
+    for message in &mut history {
+        message.parts.retain(|p| !matches!(p, Part::Native(_)));
+    }
+    turn(&model, with_messages(first, history)).await.unwrap();
+    assert!(!fake.args(3).contains(&"--resume".to_string()));
+    let replay = fake.log("stdin", 3);
+    assert!(
+        replay.contains(
+            "Assistant: Let me look.\n\n<tool_call>\n{\"name\":\"read_note\",\"arguments\":{\"name\":\"shopping\"}}\n</tool_call>"
+        ),
+        "{replay}"
+    );
+    assert!(
+        replay.ends_with("<tool_response>\nmilk, eggs\n</tool_response>"),
+        "{replay}"
+    );
+}
+
 #[tokio::test]
 async fn claude_without_partial_messages_reads_whole_messages() {
     let fake = Fake::new("claude");
@@ -203,10 +293,7 @@ async fn codex_runs_read_only_without_the_inherited_environment() {
     );
     assert_eq!(
         got.usage,
-        Some(Usage {
-            prompt_tokens: 20,
-            completion_tokens: 7
-        })
+        Some(Usage::new(20, 7).with_cached_prompt_tokens(5))
     );
     assert_eq!(
         fake.args(1),
@@ -245,6 +332,11 @@ async fn gemini_streams_deltas_and_resumes_its_session() {
     let model = fake.model(CliKind::Gemini, "gemini-2.5-pro");
     let got = turn(&model, ask("hi")).await.unwrap();
     assert_eq!(got.text(), "Hello there");
+    // `input_tokens` includes the `cached` part.
+    assert_eq!(
+        got.usage,
+        Some(Usage::new(18, 7).with_cached_prompt_tokens(12))
+    );
     assert_eq!(
         fake.args(1),
         [

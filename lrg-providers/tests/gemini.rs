@@ -120,10 +120,8 @@ async fn plain_text_streams_with_usage() {
             TurnEvent::TextDelta {
                 text: ", world.".into()
             },
-            TurnEvent::Usage(Usage {
-                prompt_tokens: 12,
-                completion_tokens: 9
-            }),
+            // Thoughts reported, as none.
+            TurnEvent::Usage(Usage::new(12, 9).with_reasoning_tokens(0)),
             TurnEvent::End {
                 stop: StopReason::EndTurn
             },
@@ -159,12 +157,10 @@ async fn reasoning_with_text_and_a_trailing_signature() {
             native(json!({"part": {"text": "", "thoughtSignature": "CiQBVKhc7sig=="}})),
         ]
     );
+    // `candidatesTokenCount` leaves the thoughts out: they are added back.
     assert_eq!(
         got.usage,
-        Some(Usage {
-            prompt_tokens: 12,
-            completion_tokens: 24
-        })
+        Some(Usage::new(12, 24).with_reasoning_tokens(15))
     );
     assert_eq!(
         bodies(&server).await[0]["generationConfig"]["thinkingConfig"],
@@ -253,12 +249,21 @@ async fn two_turns_send_signatures_back_on_their_parts_and_pair_every_response()
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(STREAM_PATH))
+        .and(common::Invariants::new(common::Api::Gemini, Some(KEY)))
         .respond_with(sse_response(checking_two_files()))
         .up_to_n_times(1)
         .with_priority(1)
+        .expect(1)
         .mount(&server)
         .await;
-    serve(&server, text_stream(&["a.txt says hi; b.png is a dot."])).await;
+    common::mount_checked(
+        &server,
+        STREAM_PATH,
+        common::Invariants::new(common::Api::Gemini, Some(KEY)),
+        sse_response(text_stream(&["a.txt says hi; b.png is a dot."])),
+        1,
+    )
+    .await;
     let model = chat(&server.uri());
 
     let mut request = ask("read a.txt and b.png").tools(vec![tool("read_file")]);
@@ -306,6 +311,7 @@ async fn two_turns_send_signatures_back_on_their_parts_and_pair_every_response()
         "image/png"
     );
     insta::assert_json_snapshot!("second_turn_request", sent[1]);
+    server.verify().await;
 }
 
 #[tokio::test]

@@ -122,10 +122,7 @@ impl LocalEngine for FakeEngine {
 }
 
 fn usage() -> Usage {
-    Usage {
-        prompt_tokens: 321,
-        completion_tokens: 45,
-    }
+    Usage::new(321, 45)
 }
 
 /// `text` cut into pieces of `sizes` chars (cycled).

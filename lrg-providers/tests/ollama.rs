@@ -107,13 +107,7 @@ async fn thinking_then_text_with_usage() {
         got.parts,
         vec![Part::reasoning("Greet briefly."), Part::text("Hello!")]
     );
-    assert_eq!(
-        got.usage,
-        Some(Usage {
-            prompt_tokens: 26,
-            completion_tokens: 12
-        })
-    );
+    assert_eq!(got.usage, Some(Usage::new(26, 12)));
     assert_eq!(got.stop, Some(StopReason::EndTurn));
     // num_predict: the server budget; the config's temperature.
     insta::assert_json_snapshot!("plain_text_request", bodies(&server).await[0]);
@@ -127,8 +121,10 @@ async fn thinking_then_text_with_usage() {
 #[tokio::test]
 async fn tool_calls_get_ids_and_results_go_back_paired() {
     let server = MockServer::start().await;
-    mount(
+    common::mount_checked(
         &server,
+        "/api/chat",
+        common::Invariants::new(common::Api::Ollama, None),
         stream_ok(ndjson(&[
             line(json!({"role": "assistant", "content": "", "thinking": "Two lookups."})),
             line(json!({"role": "assistant", "content": "", "tool_calls": [
@@ -137,6 +133,7 @@ async fn tool_calls_get_ids_and_results_go_back_paired() {
             ]})),
             done("stop", 140, 31),
         ])),
+        1,
     )
     .await;
     let model = chat(&server.uri());
@@ -199,14 +196,18 @@ async fn tool_calls_get_ids_and_results_go_back_paired() {
         },
         ToolResult::text(&calls[1], "12:00", false),
     ]));
+    server.verify().await;
     server.reset().await;
-    mount(
+    common::mount_checked(
         &server,
+        "/api/chat",
+        common::Invariants::new(common::Api::Ollama, None),
         stream_ok(ndjson(&[
             line(json!({"role": "assistant", "content": "", "tool_calls": [
             {"function": {"name": "get_weather", "arguments": {"city": "Lyon"}}}]})),
             done("stop", 200, 9),
         ])),
+        1,
     )
     .await;
     let mut second = first;
@@ -220,6 +221,7 @@ async fn tool_calls_get_ids_and_results_go_back_paired() {
         "a foreign native part was sent"
     );
     insta::assert_json_snapshot!("second_turn_request", body);
+    server.verify().await;
 }
 
 #[tokio::test]
@@ -439,4 +441,77 @@ async fn context_overflow_is_never_retried() {
             .set_body_json(json!({"error": "the input length exceeds the context length"})),
     )
     .await;
+}
+
+#[tokio::test]
+async fn with_a_tool_format_tools_go_as_text_and_hermes_text_becomes_calls() {
+    use lrg_providers::text_tools::{ToolFormat, ToolMode};
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        stream_ok(ndjson(&[
+            text("Checking.<tool_"),
+            text("call>\n{\"name\": \"get_weather\", \"arguments\": "),
+            text("{\"city\": \"Paris\"}}\n</tool_call>"),
+            done("stop", 50, 20),
+        ])),
+    )
+    .await;
+    let model = OllamaChat::new(
+        OllamaConfig::new(server.uri(), MODEL).with_tool_mode(ToolMode::Text(ToolFormat::Hermes)),
+    )
+    .unwrap();
+    let earlier = ToolCall {
+        id: "call_1".into(),
+        name: "get_time".into(),
+        arguments: json!({"tz": "UTC"}),
+    };
+    let mut request = ask("Time, then weather in Paris?")
+        .tools(vec![tool("get_weather", "city"), tool("get_time", "tz")]);
+    request.messages.push(Message {
+        role: lrg_providers::Role::Assistant,
+        parts: vec![Part::ToolCall(earlier.clone())],
+    });
+    request
+        .messages
+        .push(Message::tool_results([ToolResult::text(
+            &earlier, "12:00", false,
+        )]));
+    let all = common::ok_events(common::events(&model, request).await);
+    let answer = common::fold(&all);
+    assert_eq!(answer.text(), "Checking.");
+    assert_eq!(answer.stop, Some(StopReason::ToolCalls));
+    let calls = answer.tool_calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (calls[0].name.as_str(), &calls[0].arguments),
+        ("get_weather", &json!({"city": "Paris"}))
+    );
+    assert_ne!(calls[0].id, "call_1", "a new id, not one from the history");
+    // The server was never told about tools: they are in the system prompt,
+    // the earlier call and its result are text.
+    let body = bodies(&server).await.remove(0);
+    assert!(body.get("tools").is_none(), "{body}");
+    let messages = body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(system.contains("<tool_call>"), "{system}");
+    assert!(
+        messages[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("\"get_time\""),
+        "{body}"
+    );
+    assert!(
+        messages[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("<tool_response>\n12:00\n</tool_response>"),
+        "{body}"
+    );
 }

@@ -127,13 +127,7 @@ async fn openai_plain_text_with_usage() {
     let model = openai(&server.uri());
     let got = turn(&model, ask("Say hello")).await.unwrap();
     assert_eq!(got.text(), "Hello, world");
-    assert_eq!(
-        got.usage,
-        Some(Usage {
-            prompt_tokens: 21,
-            completion_tokens: 4
-        })
-    );
+    assert_eq!(got.usage, Some(Usage::new(21, 4)));
     assert_eq!(got.stop, Some(StopReason::EndTurn));
     // OpenAI: max_completion_tokens, the cloud budget, and the temperature
     // (gpt-4.1 is no reasoning model).
@@ -256,10 +250,7 @@ async fn one_tool_call_streamed_in_fragments() {
                 name: "get_weather".into(),
                 arguments: json!({"city": "Paris"})
             }),
-            TurnEvent::Usage(Usage {
-                prompt_tokens: 80,
-                completion_tokens: 17
-            }),
+            TurnEvent::Usage(Usage::new(80, 17)),
             TurnEvent::End {
                 stop: StopReason::ToolCalls
             },
@@ -274,8 +265,11 @@ async fn one_tool_call_streamed_in_fragments() {
 #[tokio::test]
 async fn several_tool_calls_then_results_go_back_paired() {
     let server = MockServer::start().await;
-    mount(
+    let checked = || common::Invariants::new(common::Api::OpenAi, Some(KEY));
+    common::mount_checked(
         &server,
+        "/v1/chat/completions",
+        checked(),
         stream_ok(sse(&[
             chunk(json!({"content": "Checking both."})),
             chunk(json!({"tool_calls": [{"index": 0, "id": "call_w", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":"}}]})),
@@ -283,6 +277,7 @@ async fn several_tool_calls_then_results_go_back_paired() {
             chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"Paris\"}"}}]})),
             finish("tool_calls"),
         ])),
+        1,
     )
     .await;
     let model = openai(&server.uri());
@@ -317,13 +312,17 @@ async fn several_tool_calls_then_results_go_back_paired() {
         },
         ToolResult::text(&calls[1], "clock unavailable", true),
     ]));
+    server.verify().await;
     server.reset().await;
-    mount(
+    common::mount_checked(
         &server,
+        "/v1/chat/completions",
+        checked(),
         stream_ok(sse(&[
             chunk(json!({"content": "18°C and clear."})),
             finish("stop"),
         ])),
+        1,
     )
     .await;
     let mut second = first;
@@ -348,6 +347,7 @@ async fn several_tool_calls_then_results_go_back_paired() {
         ["system", "user", "assistant", "tool", "tool", "user"]
     );
     insta::assert_json_snapshot!("second_turn_request", body);
+    server.verify().await;
 }
 
 /// A history the API would refuse is repaired: a call without a result gets

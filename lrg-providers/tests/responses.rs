@@ -180,12 +180,14 @@ async fn plain_text_with_usage() {
     let model = model(&server.uri(), "gpt-4.1");
     let got = turn(&model, ask("Say hello")).await.unwrap();
     assert_eq!(got.text(), "Hello, world");
+    // Reported as zero, which is not the same as unreported.
     assert_eq!(
         got.usage,
-        Some(Usage {
-            prompt_tokens: 21,
-            completion_tokens: 4
-        })
+        Some(
+            Usage::new(21, 4)
+                .with_cached_prompt_tokens(0)
+                .with_reasoning_tokens(0)
+        )
     );
     assert_eq!(got.stop, Some(StopReason::EndTurn));
     assert_eq!(
@@ -290,10 +292,12 @@ async fn reasoning_summary_and_two_calls_in_one_turn() {
                 name: "get_time".into(),
                 arguments: json!({"tz": "Europe/Paris"})
             }),
-            &TurnEvent::Usage(Usage {
-                prompt_tokens: 80,
-                completion_tokens: 30
-            }),
+            // The cached part of the input, the reasoning part of the output.
+            &TurnEvent::Usage(
+                Usage::new(80, 30)
+                    .with_cached_prompt_tokens(64)
+                    .with_reasoning_tokens(18)
+            ),
             &TurnEvent::End {
                 stop: StopReason::ToolCalls
             },
@@ -312,7 +316,14 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
     let server = MockServer::start().await;
     let model = model(&server.uri(), "o4-mini");
     let tools = vec![weather_tool(), time_tool()];
-    mount(&server, stream_ok(two_calls_stream())).await;
+    common::mount_checked(
+        &server,
+        "/v1/responses",
+        common::Invariants::new(common::Api::Responses, Some(KEY)),
+        stream_ok(two_calls_stream()),
+        1,
+    )
+    .await;
     let first = ask("Weather and time in Paris, then Rome's weather?").tools(tools.clone());
     let answer = turn(&model, first.clone()).await.unwrap();
     let calls: Vec<ToolCall> = answer.tool_calls().into_iter().cloned().collect();
@@ -338,6 +349,7 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
     ]));
 
     // Second turn: more reasoning and one more call.
+    server.verify().await;
     server.reset().await;
     let mut events = vec![created("resp_2")];
     events.extend(reasoning("rs_2", &["Now Rome."], "ENC-TWO"));
@@ -348,7 +360,14 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
         r#"{"city":"Rome"}"#,
     ));
     events.push(completed("resp_2", 120, 80, 20, 10));
-    mount(&server, stream_ok(sse(&events))).await;
+    common::mount_checked(
+        &server,
+        "/v1/responses",
+        common::Invariants::new(common::Api::Responses, Some(KEY)),
+        stream_ok(sse(&events)),
+        1,
+    )
+    .await;
     let second = with_messages(first.clone(), history);
     let answer = turn(&model, second.clone()).await.unwrap();
     assert_eq!(answer.tool_calls()[0].id, "call_r");
@@ -372,10 +391,14 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
     )]));
 
     // Third turn: the answer.
+    server.verify().await;
     server.reset().await;
-    mount(
+    common::mount_checked(
         &server,
+        "/v1/responses",
+        common::Invariants::new(common::Api::Responses, Some(KEY)),
         stream_ok(text_stream("resp_3", &["Paris 18°C; ", "Rome 22°C."])),
+        1,
     )
     .await;
     let third = with_messages(first, history);
@@ -415,6 +438,7 @@ async fn reasoning_items_round_trip_across_two_tool_turns() {
         !body.to_string().contains("\"rs_1\""),
         "no server ids without store"
     );
+    server.verify().await;
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
 //! The text tool-call parsers on documented examples of each family's format
 //! (fixtures/text_tools/FORMAT/CASE.txt): the events, snapshotted; the same
 //! events for any chunking; and, for every cut of the text, only whole calls
-//! or clean failures, and never a call shown as text.
+//! or clean failures, and never a call shown as text. A case named
+//! `open_think*` is read as the answer to a template that opened `<think>`
+//! in the prompt ([`TextToolParser::starting_in_reasoning`]).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
 mod common;
@@ -58,9 +60,24 @@ fn sorted(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The parser for fixture `case` of `format`.
+fn parser(format: ToolFormat, case: &str) -> TextToolParser {
+    let parser = TextToolParser::new(format, &tools());
+    if case.starts_with("open_think") {
+        parser.starting_in_reasoning()
+    } else {
+        parser
+    }
+}
+
 /// Parse `text` fed in pieces of the given sizes.
-fn parse(format: ToolFormat, text: &str, sizes: &mut dyn Iterator<Item = usize>) -> Vec<TurnEvent> {
-    let mut parser = TextToolParser::new(format, &tools());
+fn parse(
+    format: ToolFormat,
+    case: &str,
+    text: &str,
+    sizes: &mut dyn Iterator<Item = usize>,
+) -> Vec<TurnEvent> {
+    let mut parser = parser(format, case);
     let mut out = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
@@ -94,14 +111,14 @@ fn merge(events: Vec<TurnEvent>) -> Vec<TurnEvent> {
     out
 }
 
-fn whole(format: ToolFormat, text: &str) -> Vec<TurnEvent> {
-    parse(format, text, &mut std::iter::repeat(text.len()))
+fn whole(format: ToolFormat, case: &str, text: &str) -> Vec<TurnEvent> {
+    parse(format, case, text, &mut std::iter::repeat(text.len()))
 }
 
 #[test]
 fn documented_examples_parse_as_snapshotted() {
     for (format, case, text) in fixtures() {
-        let events = whole(format, &text);
+        let events = whole(format, &case, &text);
         insta::assert_json_snapshot!(format!("{}__{case}", format.name()), events);
     }
 }
@@ -109,10 +126,10 @@ fn documented_examples_parse_as_snapshotted() {
 #[test]
 fn any_chunking_gives_the_same_events() {
     for (format, case, text) in fixtures() {
-        let want = whole(format, &text);
+        let want = whole(format, &case, &text);
         for size in 1..=7 {
             assert_eq!(
-                parse(format, &text, &mut std::iter::repeat(size)),
+                parse(format, &case, &text, &mut std::iter::repeat(size)),
                 want,
                 "{case}: {size}-byte chunks"
             );
@@ -126,7 +143,7 @@ fn any_chunking_gives_the_same_events() {
                 Some((state >> 33) as usize % 40 + 1)
             });
             assert_eq!(
-                parse(format, &text, &mut sizes),
+                parse(format, &case, &text, &mut sizes),
                 want,
                 "{case}: seed {seed}"
             );
@@ -153,7 +170,7 @@ fn every_truncation_gives_whole_calls_or_clean_failures() {
     let names: Vec<String> = tools().into_iter().map(|t| t.name).collect();
     for (format, case, text) in fixtures() {
         for cut in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
-            let events = whole(format, &text[..cut]);
+            let events = whole(format, &case, &text[..cut]);
             for e in &events {
                 match e {
                     TurnEvent::ToolCall(call) if call.name == RECOVERY_TOOL => {
@@ -229,10 +246,9 @@ fn through_the_openai_decoder_any_chunking_decodes_the_same() {
         common::assert_any_chunking_decodes_the_same(&body, || {
             TextToolDecoder::new(
                 OpenAiDecoder::new(Dialect::LLAMA_CPP.reasoning_fields, &[]),
-                TextToolParser::new(format, &tools()),
+                parser(format, &case),
             )
         });
-        let _ = case;
     }
 }
 
@@ -342,6 +358,61 @@ mod through_the_adapter {
                 .contains("<tool_response>\\n3\\n</tool_response>"),
             "{body}"
         );
+    }
+
+    fn reasoning(turn: &lrg_providers::AssistantTurn) -> String {
+        turn.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Reasoning { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_template_that_opened_think_streams_reasoning_until_the_closer() {
+        let server = server_answering(
+            "The user wants Paris.\n</think>\n\nChecking.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+        )
+        .await;
+        let turn = common::turn(&model(&server, "qwq-32b", ToolMode::Auto), request())
+            .await
+            .unwrap();
+        assert_eq!(reasoning(&turn), "The user wants Paris.\n");
+        assert_eq!(turn.text(), "\n\nChecking.");
+        assert_eq!(turn.tool_calls()[0].arguments, json!({"city": "Paris"}));
+    }
+
+    #[tokio::test]
+    async fn a_server_that_separates_reasoning_leaves_the_answer_text() {
+        // The server took the reasoning out into its own field: what comes in
+        // `content` is the answer, even for a template that opened `<think>`.
+        let server = MockServer::start().await;
+        let chunk = |delta: Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": Value::Null}]});
+        let body = format!(
+            "data: {}\n\ndata: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+            chunk(json!({"reasoning": "The user wants Paris."})),
+            chunk(json!({"content": "Sunny in Paris."})),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        );
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let turn = common::turn(
+            &model(
+                &server,
+                "deepseek-r1:14b",
+                ToolMode::Text(ToolFormat::Hermes),
+            ),
+            request(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(reasoning(&turn), "The user wants Paris.");
+        assert_eq!(turn.text(), "Sunny in Paris.");
     }
 
     #[tokio::test]

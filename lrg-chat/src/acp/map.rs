@@ -303,11 +303,10 @@ impl Updates {
                 )))]
             }
             Event::Usage {
-                prompt_tokens,
-                completion_tokens,
+                usage,
                 context_window,
             } => vec![SessionUpdate::UsageUpdate(UsageUpdate::new(
-                u64::from(*prompt_tokens) + u64::from(*completion_tokens),
+                u64::from(usage.prompt_tokens) + u64::from(usage.completion_tokens),
                 u64::from(*context_window),
             ))],
             Event::Stopped => {

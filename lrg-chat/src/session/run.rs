@@ -172,21 +172,13 @@ fn record_usage(
     budget: &Budget,
 ) {
     let mut state = shared.lock();
-    state.usage.prompt_tokens = state
-        .usage
-        .prompt_tokens
-        .saturating_add(usage.prompt_tokens);
-    state.usage.completion_tokens = state
-        .usage
-        .completion_tokens
-        .saturating_add(usage.completion_tokens);
+    state.usage += usage;
     state
         .overhead
         .entry(model_key.to_string())
         .or_insert_with(|| context::learn_overhead(usage.prompt_tokens, sent, budget.image_tokens));
     shared.publish(Event::Usage {
-        prompt_tokens: usage.prompt_tokens,
-        completion_tokens: usage.completion_tokens,
+        usage,
         context_window: budget.window,
     });
 }

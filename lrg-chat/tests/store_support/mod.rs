@@ -39,10 +39,7 @@ pub fn meta() -> SessionMeta {
 pub fn state(n: u32) -> SessionState {
     let mut s = SessionState::default();
     s.granted = vec!["delete_notes".into()];
-    s.usage = Usage {
-        prompt_tokens: n,
-        completion_tokens: n / 2,
-    };
+    s.usage = Usage::new(n, n / 2);
     s.updated_ms = 1_000 + u64::from(n);
     s
 }

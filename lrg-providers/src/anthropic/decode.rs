@@ -19,8 +19,9 @@ pub struct AnthropicDecoder {
     /// Open content blocks, by the API's `index`.
     blocks: Vec<Option<Block>>,
     input_tokens: u64,
-    cache_creation: u64,
-    cache_read: u64,
+    /// Cache writes and reads, once reported (`input_tokens` leaves both out).
+    cache_creation: Option<u64>,
+    cache_read: Option<u64>,
     output_tokens: u64,
     /// Usage read but not yet reported.
     usage_pending: bool,
@@ -60,8 +61,8 @@ impl AnthropicDecoder {
             model: model.to_string(),
             blocks: Vec::new(),
             input_tokens: 0,
-            cache_creation: 0,
-            cache_read: 0,
+            cache_creation: None,
+            cache_read: None,
             output_tokens: 0,
             usage_pending: false,
             stop: None,
@@ -81,27 +82,34 @@ impl AnthropicDecoder {
 
     fn usage(&mut self) -> TurnEvent {
         self.usage_pending = false;
-        let prompt = self.input_tokens + self.cache_creation + self.cache_read;
-        TurnEvent::Usage(Usage {
-            prompt_tokens: clamp(prompt),
-            completion_tokens: clamp(self.output_tokens),
-        })
+        let written = self.cache_creation.unwrap_or(0);
+        let read = self.cache_read.unwrap_or(0);
+        let prompt = self
+            .input_tokens
+            .saturating_add(written)
+            .saturating_add(read);
+        // Thinking is billed inside `output_tokens` and not counted apart.
+        TurnEvent::Usage(
+            Usage::new(clamp(prompt), clamp(self.output_tokens))
+                .with_cached_prompt_tokens(self.cache_read.map(clamp))
+                .with_cache_write_tokens(self.cache_creation.map(clamp)),
+        )
     }
 
     fn read_usage(&mut self, usage: &Value) {
-        let take = |field: &str, slot: &mut u64| {
-            if let Some(n) = usage.get(field).and_then(Value::as_u64) {
-                *slot = n;
-                true
-            } else {
-                false
-            }
-        };
-        let mut any = take("input_tokens", &mut self.input_tokens);
-        any |= take("cache_creation_input_tokens", &mut self.cache_creation);
-        any |= take("cache_read_input_tokens", &mut self.cache_read);
-        any |= take("output_tokens", &mut self.output_tokens);
-        self.usage_pending |= any;
+        let read = |field: &str| usage.get(field).and_then(Value::as_u64);
+        let (input, written, cached, output) = (
+            read("input_tokens"),
+            read("cache_creation_input_tokens"),
+            read("cache_read_input_tokens"),
+            read("output_tokens"),
+        );
+        self.input_tokens = input.unwrap_or(self.input_tokens);
+        self.cache_creation = written.or(self.cache_creation);
+        self.cache_read = cached.or(self.cache_read);
+        self.output_tokens = output.unwrap_or(self.output_tokens);
+        self.usage_pending |=
+            input.is_some() || written.is_some() || cached.is_some() || output.is_some();
     }
 
     fn event(
@@ -532,7 +540,7 @@ mod tests {
                 {"type": "tool_use", "id": "toolu_1", "name": "t", "input": {"a": 1}},
             ],
             "stop_reason": "tool_use",
-            "usage": {"input_tokens": 10, "cache_read_input_tokens": 5, "output_tokens": 3},
+            "usage": {"input_tokens": 10, "cache_creation_input_tokens": 2, "cache_read_input_tokens": 5, "output_tokens": 3},
         });
         let (events, r) = run(&[&reply.to_string()]);
         r.unwrap();
@@ -559,10 +567,12 @@ mod tests {
                     name: "t".into(),
                     arguments: json!({"a": 1})
                 }),
-                TurnEvent::Usage(Usage {
-                    prompt_tokens: 15,
-                    completion_tokens: 3
-                }),
+                // `input_tokens` leaves cache writes and reads out.
+                TurnEvent::Usage(
+                    Usage::new(17, 3)
+                        .with_cached_prompt_tokens(5)
+                        .with_cache_write_tokens(2)
+                ),
                 TurnEvent::End {
                     stop: StopReason::ToolCalls
                 },
@@ -580,10 +590,7 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                TurnEvent::Usage(Usage {
-                    prompt_tokens: 9,
-                    completion_tokens: 1
-                }),
+                TurnEvent::Usage(Usage::new(9, 1)),
                 TurnEvent::End {
                     stop: StopReason::EndTurn
                 },

@@ -47,7 +47,7 @@ pub struct Endpoint {
     pub api_key: Option<ApiKey>,
     /// Timeouts for requests to it.
     pub transport: TransportConfig,
-    /// How tools reach it, for an OpenAI-compatible server the user runs
+    /// How tools reach it, for a server the user runs (OpenAI-compatible or Ollama)
     /// (`None`: the adapter's default, native tool calls).
     pub tool_mode: Option<ToolMode>,
 }
@@ -341,6 +341,9 @@ pub(crate) fn connect_http(
             let mut config = OllamaConfig::new(parse_host(&base), model).with_transport(transport);
             if let Some(w) = window {
                 config = config.with_context_window(w);
+            }
+            if let Some(mode) = endpoint.tool_mode {
+                config = config.with_tool_mode(mode);
             }
             if let Some(vision) = known.vision {
                 config = config.with_vision(vision);

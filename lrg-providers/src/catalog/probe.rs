@@ -54,7 +54,8 @@ pub(crate) async fn probe(connections: &Connections, provider: Provider) -> Prov
         }
         // Looking on PATH and in install dirs: no request, no timeout.
         Access::Cli(kind) => Ok(crate::cli_agents::availability(kind).map(|()| {
-            // Chat only, text only: tools and images do not reach the CLI.
+            // Text only: no images, and no native tools (lrg's tools reach
+            // the CLI described in its prompt, their calls read from its text).
             let extra = Extra {
                 vision: Some(false),
                 tools: Some(false),

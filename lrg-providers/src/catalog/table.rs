@@ -34,8 +34,8 @@ pub enum Access {
     Ollama,
     /// The Responses API on `host` (OpenAI, xAI).
     Responses(ResponsesHost),
-    /// An agent CLI logged in on this machine, run as a chat-only model
-    /// (it reaches its vendor's cloud itself).
+    /// An agent CLI logged in on this machine, run with its own tools off
+    /// (lrg's are offered as text; it reaches its vendor's cloud itself).
     Cli(CliKind),
     /// An in-process engine the application links in, running model files
     /// found in the model directories.

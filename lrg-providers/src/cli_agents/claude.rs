@@ -8,7 +8,7 @@ use std::ffi::OsString;
 
 use serde_json::Value;
 
-use super::lines::{TurnState, cli_error, count, json_line, usage};
+use super::lines::{TurnState, cli_error, count, json_line, part_count, usage};
 use crate::wire::{Decoder, Frame};
 use crate::{ProviderError, TurnEvent};
 
@@ -139,7 +139,12 @@ impl ClaudeDecoder {
             let prompt = count(u, "/input_tokens")
                 + count(u, "/cache_creation_input_tokens")
                 + count(u, "/cache_read_input_tokens");
-            out.push(usage(prompt, count(u, "/output_tokens")));
+            // Like the Messages API: `input_tokens` leaves cache reads and
+            // writes out, so they are added back (see `Usage`).
+            let usage = usage(prompt, count(u, "/output_tokens"))
+                .with_cached_prompt_tokens(part_count(u, "/cache_read_input_tokens"))
+                .with_cache_write_tokens(part_count(u, "/cache_creation_input_tokens"));
+            out.push(TurnEvent::Usage(usage));
         }
         self.state.end(self.provider, &self.model, out);
         Ok(())

@@ -8,7 +8,7 @@ use std::ffi::OsString;
 
 use serde_json::Value;
 
-use super::lines::{TurnState, cli_error, count, json_line, usage};
+use super::lines::{TurnState, cli_error, count, json_line, part_count, usage};
 use crate::wire::{Decoder, Frame};
 use crate::{ProviderError, TurnEvent};
 
@@ -97,7 +97,12 @@ impl Decoder for CodexDecoder {
             }
             Some("turn.completed") => {
                 if let Some(u) = line.get("usage") {
-                    out.push(usage(count(u, "/input_tokens"), count(u, "/output_tokens")));
+                    // OpenAI's counting: the input includes the cached
+                    // part, the output the reasoning part.
+                    let usage = usage(count(u, "/input_tokens"), count(u, "/output_tokens"))
+                        .with_cached_prompt_tokens(part_count(u, "/cached_input_tokens"))
+                        .with_reasoning_tokens(part_count(u, "/reasoning_output_tokens"));
+                    out.push(TurnEvent::Usage(usage));
                 }
                 self.state.end(self.provider, &self.model, out);
             }

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 
 use serde_json::Value;
 
-use super::lines::{TurnState, cli_error, count, json_line, usage};
+use super::lines::{TurnState, cli_error, count, json_line, part_count, usage};
 use crate::wire::{Decoder, Frame};
 use crate::{ProviderError, TurnEvent};
 
@@ -57,10 +57,13 @@ impl GeminiDecoder {
             return Err(cli_error(NAME, &message));
         }
         if let Some(stats) = line.get("stats") {
-            out.push(usage(
+            // `input_tokens` includes the `cached` part.
+            let usage = usage(
                 count(stats, "/input_tokens"),
                 count(stats, "/output_tokens"),
-            ));
+            )
+            .with_cached_prompt_tokens(part_count(stats, "/cached"));
+            out.push(TurnEvent::Usage(usage));
         }
         self.state.end(self.provider, &self.model, out);
         Ok(())

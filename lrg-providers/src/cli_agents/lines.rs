@@ -30,13 +30,18 @@ pub(crate) fn count(v: &Value, pointer: &str) -> u64 {
     v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
 }
 
-/// Token counts, clamped.
-pub(crate) fn usage(prompt: u64, completion: u64) -> TurnEvent {
-    let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-    TurnEvent::Usage(Usage {
-        prompt_tokens: clamp(prompt),
-        completion_tokens: clamp(completion),
-    })
+/// A number at `pointer` in `v`, clamped, or `None` when the line lacks it.
+pub(crate) fn part_count(v: &Value, pointer: &str) -> Option<u32> {
+    v.pointer(pointer).and_then(Value::as_u64).map(clamp)
+}
+
+/// Token totals, clamped (add a breakdown with [`Usage`]'s `with_*`).
+pub(crate) fn usage(prompt: u64, completion: u64) -> Usage {
+    Usage::new(clamp(prompt), clamp(completion))
+}
+
+fn clamp(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// What every parser tracks: the session id it learnt, whether the turn

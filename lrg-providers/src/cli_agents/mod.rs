@@ -1,5 +1,5 @@
 //! Agent CLIs logged in on this machine (Claude Code, Codex, Gemini CLI) as
-//! chat-only [`ChatModel`]s: [`CliAgent`].
+//! [`ChatModel`]s with their own tools off: [`CliAgent`].
 //!
 //! Each turn runs one CLI process in its own process group, with an empty
 //! scratch directory as its cwd and its tools switched off where the CLI
@@ -11,9 +11,15 @@
 //! lost the conversation is replayed as a transcript.
 //!
 //! The vendor receives the conversation: the location is always
-//! [`ModelLocation::Cloud`]. Tools offered in a request are not passed on
-//! (these models can only chat until lrg's text tool-call parsers describe
-//! them in the prompt).
+//! [`ModelLocation::Cloud`].
+//!
+//! The only tools such a model can use are lrg's own, those offered in the
+//! request: they are described in the system prompt in the CLI's
+//! [`CliSpec::tool_format`] (Hermes `<tool_call>` tags for all three), its
+//! answer text is read for calls by the text-format parsers
+//! ([`crate::text_tools`]), and calls and results go back in the prompt as
+//! text in the same format. A resumed session is sent only the new tail,
+//! which after a tool call is its results.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), lrg_providers::ProviderError> {
@@ -43,8 +49,13 @@ use tokio_util::sync::CancellationToken;
 pub use prompt::SESSION;
 pub use spec::{CliKind, CliSpec, EnvPolicy};
 
+use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
 use crate::wire::Decoder;
 use crate::{ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
+
+/// Ends the tools section of a CLI's system prompt.
+const AFTER_CALLS: &str = "\n\nThese are the only tools you have. The calls you write are run \
+     for you and their results sent in the next message: end your answer after your last call.";
 
 /// Longest silence allowed from a CLI; they think without printing.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -109,7 +120,7 @@ fn info(spec: &CliSpec, model: &str) -> ModelInfo {
         .vision(false)
 }
 
-/// An agent CLI as a chat-only model.
+/// An agent CLI as a model with its own tools off (lrg's come as text).
 #[derive(Debug, Clone)]
 pub struct CliAgent {
     config: CliAgentConfig,
@@ -159,6 +170,18 @@ impl ChatModel for CliAgent {
         let kind = self.config.kind;
         let spec = kind.spec();
         let model = self.config.model.as_str();
+        // Tools go in the system prompt, calls and results in the history
+        // as text; the parser reads calls back out of the answer.
+        let TextTurn {
+            mut request,
+            parser,
+        } = TextTurn::new(ToolMode::Text(spec.tool_format), model, request);
+        if parser.is_some()
+            && let Some(system) = request.system.as_mut()
+        {
+            // An agent CLI is used to running its own tools: say who runs these.
+            system.push_str(AFTER_CALLS);
+        }
         let system_flag = kind != CliKind::Gemini;
         let prompt = prompt::prompt(&request, spec.provider, model, !system_flag);
         let resume = prompt.resume.as_deref();
@@ -169,13 +192,6 @@ impl ChatModel for CliAgent {
             CliKind::Codex => codex::args(model, system, resume),
             CliKind::Gemini => gemini::args(model, resume),
         };
-        if !request.tools.is_empty() {
-            tracing::debug!(
-                cli = spec.name,
-                tools = request.tools.len(),
-                "tools are not passed to an agent CLI (chat only)"
-            );
-        }
         // An agent CLI picks its own sampling: no flag takes these.
         crate::generation::dropped(spec.name, &request.settings.which_set());
         let invocation = process::Invocation {
@@ -185,6 +201,10 @@ impl ChatModel for CliAgent {
             stdin: prompt.text,
             idle_timeout: self.config.idle_timeout,
         };
-        process::run(invocation, self.decoder(), cancel)
+        let decoder = match parser {
+            Some(parser) => Box::new(TextToolDecoder::new(self.decoder(), parser)),
+            None => self.decoder(),
+        };
+        process::run(invocation, decoder, cancel)
     }
 }

@@ -4,6 +4,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::text_tools::ToolFormat;
+
 /// Which agent CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -48,6 +50,9 @@ pub struct CliSpec {
     pub models: &'static [&'static str],
     /// The environment it runs with.
     pub env: EnvPolicy,
+    /// How lrg's tools are described in its prompt and its calls read from
+    /// its text: the CLI's own tools are off, so these are the only ones.
+    pub tool_format: ToolFormat,
 }
 
 const COMMON_DIRS: &[&str] = &[
@@ -98,6 +103,7 @@ const CLAUDE: CliSpec = CliSpec {
     sends_to: "api.anthropic.com",
     models: &["sonnet", "opus", "haiku"],
     env: EnvPolicy::Inherit,
+    tool_format: ToolFormat::Hermes,
 };
 
 const CODEX: CliSpec = CliSpec {
@@ -112,6 +118,7 @@ const CODEX: CliSpec = CliSpec {
     // Nothing of this process's environment (keys for other providers
     // included) reaches it: only what it needs to find its own login.
     env: EnvPolicy::Only(&["HOME", "PATH", "CODEX_HOME", "USER", "LANG", "TMPDIR"]),
+    tool_format: ToolFormat::Hermes,
 };
 
 const GEMINI: CliSpec = CliSpec {
@@ -124,6 +131,7 @@ const GEMINI: CliSpec = CliSpec {
     sends_to: "generativelanguage.googleapis.com",
     models: &["default", "gemini-2.5-pro", "gemini-2.5-flash"],
     env: EnvPolicy::Inherit,
+    tool_format: ToolFormat::Hermes,
 };
 
 /// Where `spec`'s executable is: its env var, then `PATH`, then the usual

@@ -395,26 +395,41 @@ struct FastUsage {
     #[serde(default)]
     candidates_token_count: u64,
     #[serde(default)]
-    thoughts_token_count: u64,
+    thoughts_token_count: Option<u64>,
+    #[serde(default)]
+    cached_content_token_count: Option<u64>,
 }
 
 impl FastUsage {
     fn usage(&self) -> Usage {
-        Usage {
-            prompt_tokens: clamp(self.prompt_token_count + self.tool_use_prompt_token_count),
-            completion_tokens: clamp(self.candidates_token_count + self.thoughts_token_count),
-        }
+        gemini_usage(
+            self.prompt_token_count + self.tool_use_prompt_token_count,
+            self.candidates_token_count,
+            self.thoughts_token_count,
+            self.cached_content_token_count,
+        )
     }
 }
 
 fn read_usage(meta: &Value) -> Usage {
-    let n = |f: &str| meta.get(f).and_then(Value::as_u64).unwrap_or(0);
-    let prompt = n("promptTokenCount") + n("toolUsePromptTokenCount");
-    let completion = n("candidatesTokenCount") + n("thoughtsTokenCount");
-    Usage {
-        prompt_tokens: clamp(prompt),
-        completion_tokens: clamp(completion),
-    }
+    let n = |f: &str| meta.get(f).and_then(Value::as_u64);
+    let prompt = n("promptTokenCount").unwrap_or(0) + n("toolUsePromptTokenCount").unwrap_or(0);
+    gemini_usage(
+        prompt,
+        n("candidatesTokenCount").unwrap_or(0),
+        n("thoughtsTokenCount"),
+        n("cachedContentTokenCount"),
+    )
+}
+
+/// Gemini's `candidatesTokenCount` leaves thoughts out: they are added back,
+/// so the completion counts every token written. Its `promptTokenCount`
+/// already includes the cached part.
+fn gemini_usage(prompt: u64, candidates: u64, thoughts: Option<u64>, cached: Option<u64>) -> Usage {
+    let completion = candidates.saturating_add(thoughts.unwrap_or(0));
+    Usage::new(clamp(prompt), clamp(completion))
+        .with_cached_prompt_tokens(cached.map(clamp))
+        .with_reasoning_tokens(thoughts.map(clamp))
 }
 
 /// An error payload inside a 200 stream, classified like the same HTTP status.
@@ -474,7 +489,7 @@ mod tests {
                 {"functionCall": {"name": "a", "args": {"x": 1}}, "thoughtSignature": "SIG"},
                 {"functionCall": {"name": "b"}},
             ]}, "finishReason": "STOP"}],
-            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 4, "thoughtsTokenCount": 6},
+            "usageMetadata": {"promptTokenCount": 10, "cachedContentTokenCount": 7, "candidatesTokenCount": 4, "thoughtsTokenCount": 6},
             "responseId": "resp/42",
         });
         let (events, r) = run(&[&answer.to_string()]);
@@ -515,10 +530,13 @@ mod tests {
                     name: "b".into(),
                     arguments: json!({})
                 }),
-                TurnEvent::Usage(Usage {
-                    prompt_tokens: 10,
-                    completion_tokens: 10
-                }),
+                // Thoughts are added to the candidates; the cached part
+                // is already in the prompt count.
+                TurnEvent::Usage(
+                    Usage::new(10, 10)
+                        .with_cached_prompt_tokens(7)
+                        .with_reasoning_tokens(6)
+                ),
                 TurnEvent::End {
                     stop: StopReason::ToolCalls
                 },
@@ -533,7 +551,7 @@ mod tests {
             r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"a"},{"text":"b","thoughtSignature":"S"}]}}],"responseId":"r1","usageMetadata":{"promptTokenCount":3}}"#,
             r#"{"candidates":[{"content":{"parts":[{"text":"t","thought":true}]}}]}"#,
             r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"x":[1]}},"thoughtSignature":"C"},{"functionCall":{"id":"i","name":"g"}}]}}]}"#,
-            r#"{"candidates":[{"content":{"parts":[{"text":"","thoughtSignature":"E"}]},"finishReason":"STOP"}],"usageMetadata":{"candidatesTokenCount":4,"thoughtsTokenCount":2}}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":"","thoughtSignature":"E"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"cachedContentTokenCount":2,"candidatesTokenCount":4,"thoughtsTokenCount":2}}"#,
             r#"{"candidates":[{"content":{"parts":[{"text":"x","thought":true,"thoughtSignature":"T"}]}}]}"#,
             r#"{"candidates":[{"content":{"parts":[{"inlineData":{"mimeType":"image/png","data":"AA=="}}]}}]}"#,
             r#"{"candidates":[{"content":{}, "finishReason":"SAFETY"}]}"#,

@@ -51,10 +51,10 @@ impl OllamaDecoder {
         }
         if line.done == Some(true) {
             if line.prompt_eval_count.is_some() || line.eval_count.is_some() {
-                out.push(TurnEvent::Usage(Usage {
-                    prompt_tokens: clamp(line.prompt_eval_count),
-                    completion_tokens: clamp(line.eval_count),
-                }));
+                out.push(TurnEvent::Usage(Usage::new(
+                    clamp(line.prompt_eval_count),
+                    clamp(line.eval_count),
+                )));
             }
             let stop = match line.done_reason.as_deref() {
                 Some("length") => StopReason::MaxTokens,

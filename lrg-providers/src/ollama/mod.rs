@@ -28,6 +28,7 @@ pub(crate) use models::list_detailed;
 pub use models::{parse_context_length, parse_tags};
 
 use crate::endpoint::{check_base_url, sends_to};
+use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
 use crate::transport::{HttpTransport, TransportConfig};
 use crate::wire::Framing;
 use crate::{ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
@@ -58,6 +59,9 @@ pub struct OllamaConfig {
     pub vision: bool,
     /// Timeouts.
     pub transport: TransportConfig,
+    /// Whether tools go natively or as text in the model family's format
+    /// (for a model whose Ollama template has no tool support).
+    pub tool_mode: ToolMode,
 }
 
 impl OllamaConfig {
@@ -72,6 +76,7 @@ impl OllamaConfig {
             context_window: None,
             vision: true,
             transport: TransportConfig::default(),
+            tool_mode: ToolMode::Native,
         }
     }
 
@@ -109,6 +114,12 @@ impl OllamaConfig {
     /// With these timeouts.
     pub fn with_transport(mut self, transport: TransportConfig) -> Self {
         self.transport = transport;
+        self
+    }
+
+    /// With tools sent natively, as text, or by the model's profile.
+    pub fn with_tool_mode(mut self, mode: ToolMode) -> Self {
+        self.tool_mode = mode;
         self
     }
 
@@ -228,11 +239,13 @@ impl ChatModel for OllamaChat {
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        let TextTurn { request, parser } =
+            TextTurn::new(self.config.tool_mode, &self.config.model, request);
         let body = match encode(&request, &self.config) {
             Ok(body) => body,
             Err(e) => return crate::model::failed_turn(e),
         };
-        let decoder = OllamaDecoder::new(&request.messages);
+        let decoder = TextToolDecoder::wrap(OllamaDecoder::new(&request.messages), parser);
         tracing::debug!(model = %self.config.model, messages = request.messages.len(), tools = request.tools.len(), "ollama chat turn");
         let http = self
             .transport
@@ -240,7 +253,7 @@ impl ChatModel for OllamaChat {
             .post(self.endpoint("api/chat"))
             .json(&body);
         self.transport
-            .stream(http, Framing::Ndjson, Box::new(decoder), None, cancel)
+            .stream(http, Framing::Ndjson, decoder, None, cancel)
     }
 }
 

@@ -83,10 +83,7 @@ fn thinking_text_calls_usage_in_order() {
                 name: "open".into(),
                 arguments: json!({"path": "/a"})
             }),
-            TurnEvent::Usage(Usage {
-                prompt_tokens: 26,
-                completion_tokens: 290
-            }),
+            TurnEvent::Usage(Usage::new(26, 290)),
             TurnEvent::End {
                 stop: StopReason::ToolCalls
             },

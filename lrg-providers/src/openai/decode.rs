@@ -67,10 +67,7 @@ impl OpenAiDecoder {
             }
         }
         if let Some(usage) = chunk.usage {
-            out.push(TurnEvent::Usage(Usage {
-                prompt_tokens: clamp(usage.prompt_tokens),
-                completion_tokens: clamp(usage.completion_tokens),
-            }));
+            out.push(TurnEvent::Usage(usage.usage()));
         }
         Ok(())
     }
@@ -454,10 +451,49 @@ struct FunctionDelta {
     arguments: Option<Value>,
 }
 
+/// `prompt_tokens` includes the cached ones and `completion_tokens` the
+/// reasoning ones, as [`Usage`] counts them.
 #[derive(Deserialize)]
 struct WireUsage {
     #[serde(default)]
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+    /// DeepSeek's name for the cached part (its `prompt_tokens` is hits
+    /// plus misses, so the same rule holds).
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn usage(&self) -> Usage {
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+            .or(self.prompt_cache_hit_tokens);
+        let reasoning = self
+            .completion_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens);
+        Usage::new(clamp(self.prompt_tokens), clamp(self.completion_tokens))
+            .with_cached_prompt_tokens(cached.map(|n| clamp(Some(n))))
+            .with_reasoning_tokens(reasoning.map(|n| clamp(Some(n))))
+    }
 }

@@ -34,7 +34,7 @@ pub use models::parse_models;
 use crate::endpoint::{check_base_url, sends_to};
 use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
 use crate::transport::{HttpTransport, TransportConfig};
-use crate::wire::{Decoder, Framing};
+use crate::wire::Framing;
 use crate::{ApiKey, ChatModel, ModelInfo, ProviderError, TurnRequest, TurnStream};
 
 /// Settings of an [`OpenAiChat`].
@@ -244,11 +244,10 @@ impl ChatModel for OpenAiChat {
             Ok(body) => body,
             Err(e) => return crate::model::failed_turn(e),
         };
-        let decoder = OpenAiDecoder::new(self.config.dialect.reasoning_fields, &request.messages);
-        let decoder: Box<dyn Decoder> = match parser {
-            Some(parser) => Box::new(TextToolDecoder::new(decoder, parser)),
-            None => Box::new(decoder),
-        };
+        let decoder = TextToolDecoder::wrap(
+            OpenAiDecoder::new(self.config.dialect.reasoning_fields, &request.messages),
+            parser,
+        );
         tracing::debug!(
             server = self.config.dialect.name,
             model = %self.config.model,

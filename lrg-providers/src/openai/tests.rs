@@ -243,10 +243,7 @@ fn usage_unknown_finish_reason_and_whole_reply() {
         events,
         [
             TurnEvent::TextDelta { text: "a".into() },
-            TurnEvent::Usage(Usage {
-                prompt_tokens: 12,
-                completion_tokens: 3
-            }),
+            TurnEvent::Usage(Usage::new(12, 3)),
             TurnEvent::End {
                 stop: StopReason::Other("eos_token_reached".into())
             },
@@ -274,13 +271,52 @@ fn usage_unknown_finish_reason_and_whole_reply() {
                 name: "f".into(),
                 arguments: json!({"a": 1})
             }),
-            TurnEvent::Usage(Usage {
-                prompt_tokens: 5,
-                completion_tokens: 7
-            }),
+            TurnEvent::Usage(Usage::new(5, 7)),
             TurnEvent::End {
                 stop: StopReason::ToolCalls
             },
+        ]
+    );
+}
+
+/// The usage chunk as OpenAI documents it (`stream_options.include_usage`),
+/// and DeepSeek's name for the cached part.
+#[test]
+fn usage_details_give_cached_and_reasoning_tokens() {
+    let openai = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": {
+        "prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+        "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 192, "audio_tokens": 0,
+            "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+    }});
+    let deepseek = json!({"choices": [], "usage": {
+        "prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+        "prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 36,
+        "completion_tokens_details": {"reasoning_tokens": 12}
+    }});
+    // A server that sends the details as null says nothing about them.
+    let bare = json!({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1,
+        "prompt_tokens_details": null, "completion_tokens_details": null}});
+    let usages: Vec<_> = [openai, deepseek, bare]
+        .iter()
+        .map(|chunk| {
+            let events = run(&[chunk.clone(), finish("stop")]).unwrap();
+            match &events[0] {
+                TurnEvent::Usage(usage) => *usage,
+                other => panic!("expected usage, got {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(
+        usages,
+        [
+            Usage::new(2006, 300)
+                .with_cached_prompt_tokens(1920)
+                .with_reasoning_tokens(192),
+            Usage::new(100, 20)
+                .with_cached_prompt_tokens(64)
+                .with_reasoning_tokens(12),
+            Usage::new(5, 1),
         ]
     );
 }

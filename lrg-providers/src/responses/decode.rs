@@ -446,15 +446,16 @@ fn wait_in_message(message: &str) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
 }
 
+/// `input_tokens` includes the cached ones and `output_tokens` the reasoning
+/// ones, as [`Usage`] counts them.
 fn read_usage(usage: &Value) -> Usage {
-    let n = |p: &str| usage.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    let cached = n("/input_tokens_details/cached_tokens");
-    let reasoning = n("/output_tokens_details/reasoning_tokens");
-    tracing::debug!(cached, reasoning, "responses usage details");
-    Usage {
-        prompt_tokens: clamp(n("/input_tokens")),
-        completion_tokens: clamp(n("/output_tokens")),
-    }
+    let n = |p: &str| usage.pointer(p).and_then(Value::as_u64).map(clamp);
+    Usage::new(
+        n("/input_tokens").unwrap_or(0),
+        n("/output_tokens").unwrap_or(0),
+    )
+    .with_cached_prompt_tokens(n("/input_tokens_details/cached_tokens"))
+    .with_reasoning_tokens(n("/output_tokens_details/reasoning_tokens"))
 }
 
 fn clamp(n: u64) -> u32 {

@@ -36,6 +36,18 @@ impl<D: Decoder> TextToolDecoder<D> {
         }
     }
 
+    /// `inner`, with its text read by `parser` when there is one: the one
+    /// place an adapter wires [`TextTurn`](super::TextTurn)'s parser in.
+    pub fn wrap(inner: D, parser: Option<TextToolParser>) -> Box<dyn Decoder>
+    where
+        D: 'static,
+    {
+        match parser {
+            Some(parser) => Box::new(Self::new(inner, parser)),
+            None => Box::new(inner),
+        }
+    }
+
     fn route(&mut self, out: &mut Vec<TurnEvent>) {
         let mut events = std::mem::take(&mut self.scratch);
         for event in events.drain(..) {
@@ -43,6 +55,12 @@ impl<D: Decoder> TextToolDecoder<D> {
                 TurnEvent::TextDelta { text } if !self.native => {
                     self.parser.feed(&text, &mut self.parsed);
                     self.sort_parsed(out);
+                }
+                TurnEvent::ReasoningDelta { text } => {
+                    // Reasoning in the server's own field: the text that
+                    // follows is the answer, not reasoning a template opened.
+                    self.parser.server_separates_reasoning();
+                    out.push(TurnEvent::ReasoningDelta { text });
                 }
                 TurnEvent::ToolCall(call) => {
                     if !self.native {

@@ -25,9 +25,10 @@ const fn call(end: End, body: Body) -> Open {
     }
 }
 const HERMES_CALL: Open = call(End::Marker(&["</tool_call>"]), Body::Json);
-const BARE_JSON: Open = Open::Call {
+/// Llama 3.x writes several calls joined by `;`.
+const BARE_JSON_LIST: Open = Open::Call {
     end: End::Balanced,
-    body: Body::Json,
+    body: Body::JsonList,
     fallback: Fallback::TextUnlessCall,
 };
 const MARKDOWN: Open = Open::Call {
@@ -66,8 +67,8 @@ const MISTRAL: &[Rule] = &[
     drop("</s>"),
 ];
 const LLAMA3: &[Rule] = &[
-    Rule::new("<|python_tag|>", call(End::Balanced, Body::Json)),
-    Rule::at_start("{", BARE_JSON),
+    Rule::new("<|python_tag|>", call(End::Balanced, Body::JsonList)),
+    Rule::at_start("{", BARE_JSON_LIST),
     drop("<|eom_id|>"),
     drop("<|eot_id|>"),
 ];
@@ -153,7 +154,8 @@ pub(crate) fn read_body(
     schema_of: &dyn Fn(&str) -> Option<Value>,
 ) -> Result<Vec<Written>, Problem> {
     match body {
-        Body::Json => json_calls(text),
+        // A list is split into its values before it is read.
+        Body::Json | Body::JsonList => json_calls(text),
         Body::Qwen3Xml => qwen3_calls(text, schema_of),
         Body::Mistral => mistral_calls(text),
         Body::DeepSeek => deepseek_calls(text),

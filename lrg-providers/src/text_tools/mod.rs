@@ -6,8 +6,10 @@
 //! fed frames, and gives back [`TurnEvent`]s: text as soon as it cannot be
 //! the start of a call, reasoning (`<think>…</think>`, Harmony's analysis
 //! channel), and whole [`ToolCall`]s with generated ids. A call is never shown
-//! as text. It is pure and I/O-free, and linear in its input: no delta makes
-//! it re-scan what it already read.
+//! as text. For a chat template that opens `<think>` in the prompt, the parser
+//! [starts in reasoning](TextToolParser::starting_in_reasoning). It is pure
+//! and I/O-free, and linear in its input: no delta makes it re-scan what it
+//! already read.
 //!
 //! A call that cannot be read, or names no offered tool, becomes a call to
 //! [`RECOVERY_TOOL`]: its arguments hold a message for the model that restates
@@ -41,7 +43,7 @@ pub use recovery::RECOVERY_TOOL;
 use crate::openai::CallIds;
 use crate::{Message, ToolCall, ToolSpec, TurnEvent};
 use formats::{Written, read_body};
-use scan::{Balance, Body, End, Fallback, Hit, Markers, Open, Rule, find};
+use scan::{Balance, Body, Closed, End, Fallback, Hit, Markers, Open, Rule, find};
 
 /// How a model writes tool calls as text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -54,7 +56,8 @@ pub enum ToolFormat {
     Qwen3Coder,
     /// `[TOOL_CALLS][{"name":…,"arguments":…}]` or `[TOOL_CALLS]NAME[ARGS]{…}`.
     Mistral,
-    /// `<|python_tag|>{"name":…,"parameters":…}` or the bare JSON object.
+    /// `<|python_tag|>{"name":…,"parameters":…}` or the bare JSON object;
+    /// several calls are joined by `;`.
     Llama3,
     /// gpt-oss: `<|channel|>commentary to=functions.NAME …<|message|>{…}<|call|>`.
     Harmony,
@@ -128,7 +131,14 @@ enum Mode {
     /// Answer text, watching for the format's markers.
     Text,
     /// A streamed region (reasoning, a Harmony text channel) until a closer.
-    Stream { reasoning: bool, closers: Markers },
+    Stream {
+        reasoning: bool,
+        closers: Markers,
+        /// The opener a model may write again at the start of reasoning its
+        /// template opened (also in `closers`): dropped there, reasoning
+        /// text after the first non-blank reasoning.
+        reopen: Option<&'static str>,
+    },
     /// A call body until its end.
     Capture {
         open: &'static str,
@@ -174,6 +184,8 @@ pub struct TextToolParser {
     at_start: bool,
     calls: usize,
     failures: usize,
+    /// Nothing has been fed yet.
+    fresh: bool,
 }
 
 impl TextToolParser {
@@ -192,6 +204,44 @@ impl TextToolParser {
             at_start: true,
             calls: 0,
             failures: 0,
+            fresh: true,
+        }
+    }
+
+    /// Start inside reasoning, for a chat template that ends the prompt with
+    /// the reasoning opener (`<think>\n`: QwQ, DeepSeek-R1, Qwen3
+    /// thinking-2507), so that only the closer shows up in the answer. The
+    /// answer is reasoning until the closer (`</think>`); an opener the model
+    /// writes again before any reasoning is dropped. As vLLM's `deepseek_r1`
+    /// reasoning parser does, an answer that never closes its reasoning is
+    /// all reasoning (a model cut off mid-thought says nothing yet). Formats
+    /// without a reasoning marker (Llama 3.x, Harmony) ignore this.
+    pub fn starting_in_reasoning(mut self) -> Self {
+        let opened = self.rules.iter().find_map(|r| match r.then {
+            Open::Reasoning { close } => Some((r.open, close)),
+            _ => None,
+        });
+        if let Some((open, close)) = opened {
+            self.mode = Mode::Stream {
+                reasoning: true,
+                closers: Markers::new(close.iter().copied().chain([open])),
+                reopen: Some(open),
+            };
+        }
+        self
+    }
+
+    /// The server sends reasoning in its own field, so it separates the
+    /// reasoning itself: the answer text comes after it. A parser that
+    /// [started in reasoning](Self::starting_in_reasoning) and has read
+    /// nothing yet starts in the answer instead.
+    pub fn server_separates_reasoning(&mut self) {
+        if self.fresh
+            && let Mode::Stream {
+                reopen: Some(_), ..
+            } = self.mode
+        {
+            self.mode = Mode::Text;
         }
     }
 
@@ -221,6 +271,7 @@ impl TextToolParser {
         if delta.is_empty() {
             return;
         }
+        self.fresh = false;
         if self.carry.is_empty() {
             self.run(delta, out);
         } else {
@@ -285,13 +336,48 @@ impl TextToolParser {
                         }
                     }
                 }
-                Mode::Stream { reasoning, closers } => {
+                Mode::Stream {
+                    reasoning,
+                    closers,
+                    reopen,
+                } => {
                     let reasoning = *reasoning;
-                    match find(s, closers, |_| true) {
+                    let hit = find(s, closers, |_| true);
+                    let before = match hit {
+                        Hit::Full { pos: p, .. } | Hit::Partial { pos: p } => &s[..p],
+                        Hit::None => s,
+                    };
+                    let blank = before.trim().is_empty();
+                    let reopened = match hit {
+                        Hit::Full { idx, .. } if blank && Some(closers.get(idx)) == *reopen => {
+                            Some(closers.get(idx))
+                        }
+                        _ => None,
+                    };
+                    if !blank || reopened.is_some() {
+                        *reopen = None;
+                    }
+                    self.emit(reasoning, before, out);
+                    match hit {
                         Hit::Full { pos: p, idx } => {
-                            let closer = closers.get(idx);
-                            self.emit(reasoning, &s[..p], out);
                             pos += p;
+                            let closer = match &self.mode {
+                                Mode::Stream { closers, .. } => closers.get(idx),
+                                _ => "",
+                            };
+                            if let Some(opener) = reopened {
+                                // Written again at the start: dropped.
+                                pos += opener.len();
+                                continue;
+                            }
+                            if self.rules.iter().any(|r| {
+                                r.open == closer && matches!(r.then, Open::Reasoning { .. })
+                            }) {
+                                // The opener again, later in reasoning: text of it.
+                                self.emit(reasoning, closer, out);
+                                pos += closer.len();
+                                continue;
+                            }
                             // A closer that opens the next message is read again.
                             if !self.rules.iter().any(|r| r.open == closer) {
                                 pos += closer.len();
@@ -299,14 +385,10 @@ impl TextToolParser {
                             self.mode = Mode::Text;
                         }
                         Hit::Partial { pos: p } => {
-                            self.emit(reasoning, &s[..p], out);
                             self.carry = s[p..].to_string();
                             return;
                         }
-                        Hit::None => {
-                            self.emit(reasoning, s, out);
-                            return;
-                        }
+                        Hit::None => return,
                     }
                 }
                 Mode::Header { text, .. } => {
@@ -329,6 +411,7 @@ impl TextToolParser {
                     }
                 }
                 Mode::Capture { end, text, .. } => {
+                    let mut given_back = String::new();
                     let done = match end {
                         CaptureEnd::Marker(closers) => match find(s, closers, |_| true) {
                             Hit::Full { pos: p, idx } => {
@@ -348,9 +431,12 @@ impl TextToolParser {
                             }
                         },
                         CaptureEnd::Balanced(balance) => match balance.feed(s) {
-                            Some(p) => {
-                                text.push_str(&s[..p]);
-                                pos += p;
+                            Some(Closed { at, back }) => {
+                                text.push_str(&s[..at]);
+                                pos += at;
+                                // What a list read past its last value
+                                // (whitespace, a `;`) is text again.
+                                given_back = text.split_off(text.len().saturating_sub(back));
                                 Some("")
                             }
                             None => {
@@ -370,6 +456,7 @@ impl TextToolParser {
                         } = std::mem::replace(&mut self.mode, Mode::Text)
                     {
                         self.finish_call(open, body, fallback, &text, closer, name, out);
+                        self.text(&std::mem::take(&mut given_back), out);
                     }
                 }
             }
@@ -382,6 +469,7 @@ impl TextToolParser {
             Open::Reasoning { close } => Mode::Stream {
                 reasoning: true,
                 closers: Markers::new(close.iter().copied()),
+                reopen: None,
             },
             Open::HarmonyHeader => Mode::Header {
                 opener: rule.open,
@@ -395,6 +483,9 @@ impl TextToolParser {
                 open: if rule.keep_open { "" } else { rule.open },
                 end: match end {
                     End::Marker(list) => CaptureEnd::Marker(Markers::new(list.iter().copied())),
+                    End::Balanced if body == Body::JsonList => {
+                        CaptureEnd::Balanced(Balance::list())
+                    }
                     End::Balanced => CaptureEnd::Balanced(Balance::default()),
                 },
                 body,
@@ -434,6 +525,7 @@ impl TextToolParser {
             None => Mode::Stream {
                 reasoning: channel.starts_with("analysis"),
                 closers: closers(),
+                reopen: None,
             },
         };
     }
@@ -481,6 +573,37 @@ impl TextToolParser {
         name: Option<String>,
         out: &mut Vec<TurnEvent>,
     ) {
+        let called = if body == Body::JsonList {
+            // The first value decides, as a lone one would, whether this is
+            // a call at all; once it is, a later value that is no call is a
+            // failure, never text.
+            let mut values = split_list(text).into_iter();
+            let first = values.next().unwrap_or(text);
+            let called = self.read_calls(Body::Json, fallback, first, None, out);
+            if called {
+                for value in values {
+                    self.read_calls(Body::Json, Fallback::Failure, value, None, out);
+                }
+            }
+            called
+        } else {
+            self.read_calls(body, fallback, text, name, out)
+        };
+        if !called {
+            self.text(&format!("{open}{text}{closer}"), out);
+        }
+    }
+
+    /// Emit the calls (or failures) `text` holds; `false` when, by
+    /// `fallback`, it is text after all (nothing is emitted then).
+    fn read_calls(
+        &mut self,
+        body: Body,
+        fallback: Fallback,
+        text: &str,
+        name: Option<String>,
+        out: &mut Vec<TurnEvent>,
+    ) -> bool {
         let tools = &self.tools;
         let schema_of = |n: &str| -> Option<Value> {
             match_tool_name(n, &self.names)
@@ -488,19 +611,17 @@ impl TextToolParser {
                 .map(|t| t.input_schema.clone())
         };
         let read = read_body(body, text, name.as_deref(), &schema_of);
-        let as_text = || format!("{open}{text}{closer}");
         let calls: Vec<Written> = match read {
             Ok(calls) => calls,
             Err(problem) => {
-                if fallback == Fallback::Failure {
-                    self.fail(
-                        recovery::unreadable(self.format, &problem, text, &self.tools),
-                        out,
-                    );
-                } else {
-                    self.text(&as_text(), out);
+                if fallback != Fallback::Failure {
+                    return false;
                 }
-                return;
+                self.fail(
+                    recovery::unreadable(self.format, &problem, text, &self.tools),
+                    out,
+                );
+                return true;
             }
         };
         if fallback == Fallback::TextUnlessKnown
@@ -508,8 +629,7 @@ impl TextToolParser {
                 .iter()
                 .any(|(n, _)| match_tool_name(n, &self.names).is_none())
         {
-            self.text(&as_text(), out);
-            return;
+            return false;
         }
         for (written, arguments) in calls {
             match match_tool_name(&written, &self.names) {
@@ -528,6 +648,7 @@ impl TextToolParser {
                 }
             }
         }
+        true
     }
 
     fn fail(&mut self, message: Value, out: &mut Vec<TurnEvent>) {
@@ -543,11 +664,28 @@ impl TextToolParser {
     }
 }
 
+/// The values of a `{…}; {…}` list ([`Body::JsonList`]); what follows the
+/// last whole value (a value cut by the end of the stream) is one more.
+fn split_list(text: &str) -> Vec<&str> {
+    let mut values = Vec::new();
+    let mut rest = text;
+    while let Some(Closed { at, .. }) = Balance::default().feed(rest) {
+        values.push(&rest[..at]);
+        rest = rest[at..].trim_start();
+        rest = rest.strip_prefix(';').unwrap_or(rest);
+    }
+    if !rest.trim().is_empty() {
+        values.push(rest);
+    }
+    values
+}
+
 #[cfg(test)]
 mod tests;
 
-/// Feeds `data` to a [`TextToolParser`]: the first byte picks the format, the
-/// second the chunk size, the rest is the answer text (lossy UTF-8). Checks
+/// Feeds `data` to a [`TextToolParser`]: the first byte picks the format
+/// (its high bit: [starting in reasoning](TextToolParser::starting_in_reasoning)),
+/// the second the chunk size, the rest is the answer text (lossy UTF-8). Checks
 /// what holds for any input: no panic, text and reasoning out never longer
 /// than the text in, at most one call per input byte, and every call names an
 /// offered tool or is a [`RECOVERY_TOOL`] call. Shared by the cargo-fuzz target
@@ -562,7 +700,9 @@ pub fn fuzz_parse(data: &[u8]) {
     let [format, chunk, rest @ ..] = data else {
         return;
     };
-    let format = ToolFormat::ALL[usize::from(*format) % ToolFormat::ALL.len()];
+    // The high bit: a template that opened reasoning in the prompt.
+    let in_reasoning = format & 0x80 != 0;
+    let format = ToolFormat::ALL[usize::from(*format & 0x7f) % ToolFormat::ALL.len()];
     let chunk = usize::from(*chunk).max(1);
     let text = String::from_utf8_lossy(rest);
     let tool = |name: &str| ToolSpec {
@@ -573,6 +713,9 @@ pub fn fuzz_parse(data: &[u8]) {
     };
     let tools = [tool("get_weather"), tool("add")];
     let mut parser = TextToolParser::new(format, &tools);
+    if in_reasoning {
+        parser = parser.starting_in_reasoning();
+    }
     let mut out = Vec::new();
     let mut at = 0;
     while at < text.len() {

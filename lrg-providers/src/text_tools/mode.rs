@@ -1,4 +1,4 @@
-//! [`ToolMode`]: whether an OpenAI-compatible server gets tools natively, as
+//! [`ToolMode`]: whether a server (OpenAI-compatible, or Ollama's own API) gets tools natively, as
 //! text in the family's format, or both; and [`TextTurn`], the request and
 //! parser that mode gives for one turn.
 
@@ -72,7 +72,11 @@ impl TextTurn {
             ToolMode::Text(format) => (format, false),
             _ => (profile.tool_format, profile.server_parses_tools),
         };
-        let parser = TextToolParser::new(format, &request.tools).with_history(&request.messages);
+        let mut parser =
+            TextToolParser::new(format, &request.tools).with_history(&request.messages);
+        if profile.starts_in_reasoning {
+            parser = parser.starting_in_reasoning();
+        }
         if !native {
             let prompt = tools_prompt(format, &request.tools);
             request.system = Some(match request.system.take().filter(|s| !s.is_empty()) {

@@ -91,6 +91,20 @@ pub struct ModelProfile {
     /// Studio) turn its text calls into native ones, so tools can be sent
     /// natively.
     pub server_parses_tools: bool,
+    /// Whether its chat template ends the prompt with the reasoning opener
+    /// (`<think>\n`), so the answer starts inside reasoning and only the
+    /// closer shows up (see [`TextToolParser::starting_in_reasoning`]).
+    ///
+    /// [`TextToolParser::starting_in_reasoning`]: super::TextToolParser::starting_in_reasoning
+    pub starts_in_reasoning: bool,
+}
+
+impl ModelProfile {
+    /// The same profile for a template that opens reasoning in the prompt.
+    const fn opening_reasoning(mut self) -> Self {
+        self.starts_in_reasoning = true;
+        self
+    }
 }
 
 const fn profile(
@@ -106,6 +120,7 @@ const fn profile(
         reasoning,
         sampling,
         server_parses_tools,
+        starts_in_reasoning: false,
     }
 }
 
@@ -215,12 +230,21 @@ const UNKNOWN: ModelProfile = profile(
     true,
 );
 
+/// Templates that end the prompt with `<think>\n`: QwQ's, DeepSeek-R1's
+/// (since its 2025-02 template update) and Qwen3's thinking-only 2507
+/// models'. Qwen3's hybrid models write the opener themselves.
+const QWEN_OPEN_THINK: ModelProfile = QWEN.opening_reasoning();
+const DEEPSEEK_R1: ModelProfile = DEEPSEEK.opening_reasoning();
+
 /// Model-id fragments (lowercase, `_` and ` ` read as `-`), first match wins:
 /// the more specific ones come first (`qwen3-coder` before `qwen`).
 const PROFILES: &[(&str, ModelProfile)] = &[
+    ("deepseek-r1", DEEPSEEK_R1),
+    ("r1-distill", DEEPSEEK_R1),
     ("qwen3-coder", QWEN3_CODER),
     ("qwen3coder", QWEN3_CODER),
-    ("qwq", QWEN),
+    ("thinking-2507", QWEN_OPEN_THINK),
+    ("qwq", QWEN_OPEN_THINK),
     ("qwen", QWEN),
     ("hermes", HERMES),
     ("phi", PHI),
@@ -280,6 +304,28 @@ mod tests {
             assert_eq!((p.family, p.tool_format), (family, format), "{id}");
         }
         assert_eq!(profile_for("gpt-oss-120b").reasoning, R::Harmony);
+        let opens = |id| profile_for(id).starts_in_reasoning;
+        for id in [
+            "qwq:32b",
+            "Qwen/QwQ-32B",
+            "deepseek-r1:14b",
+            "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+            "Qwen/Qwen3-4B-Thinking-2507",
+        ] {
+            assert!(opens(id), "{id}");
+        }
+        for id in [
+            "qwen3:8b",
+            "Qwen3-4B-Instruct-2507",
+            "deepseek-v3",
+            "llama3.1",
+        ] {
+            assert!(!opens(id), "{id}");
+        }
+        assert_eq!(
+            profile_for("DeepSeek-R1-Distill-Qwen-7B").family,
+            F::DeepSeek
+        );
         assert!(!profile_for("gemma3").server_parses_tools);
     }
 }

@@ -39,6 +39,8 @@ pub(crate) enum End {
 pub(crate) enum Body {
     /// `{"name":…,"arguments":…}`, or a list of them.
     Json,
+    /// Llama 3.x: JSON calls joined by `;` (`{…}; {…}`), each read as [`Body::Json`].
+    JsonList,
     /// Qwen3-Coder's `<function=NAME><parameter=P>…</parameter></function>`.
     Qwen3Xml,
     /// Mistral: a JSON list, or `NAME[ARGS]{…}`.
@@ -182,13 +184,53 @@ pub(crate) struct Balance {
     escape: bool,
     started: bool,
     seen_text: bool,
+    /// Values joined by `;` are one body ([`Body::JsonList`]).
+    list: bool,
+    /// In a list, after a value closed: the bytes read since, and whether
+    /// they held the `;`.
+    after: Option<(usize, bool)>,
+}
+
+/// Where a balanced body ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Closed {
+    /// The byte index in the fed text where the body ends.
+    pub at: usize,
+    /// How many bytes read before `at` (whitespace, a `;`) are not part of
+    /// it: a list looked past its last value for a `;` and found none.
+    pub back: usize,
 }
 
 impl Balance {
-    /// Feed `s`; the byte index just past the value's closing bracket, if it
-    /// closed in `s`.
-    pub(crate) fn feed(&mut self, s: &str) -> Option<usize> {
+    /// A balance for `{…}; {…}` lists: it closes only at the first thing
+    /// after a value that is not a `;` followed by another `{`.
+    pub(crate) fn list() -> Self {
+        Self {
+            list: true,
+            ..Self::default()
+        }
+    }
+
+    /// Feed `s`; where the body ended, if it did in `s`.
+    pub(crate) fn feed(&mut self, s: &str) -> Option<Closed> {
         for (i, c) in s.char_indices() {
+            if let Some((read, semi)) = &mut self.after {
+                match c {
+                    c if c.is_whitespace() => *read += c.len_utf8(),
+                    ';' if !*semi => {
+                        *read += 1;
+                        *semi = true;
+                    }
+                    '{' if *semi => {
+                        self.after = None;
+                        self.depth = 1;
+                    }
+                    _ => {
+                        return Some(Closed { at: i, back: *read });
+                    }
+                }
+                continue;
+            }
             if !self.started {
                 let first = !self.seen_text;
                 if !c.is_whitespace() {
@@ -218,7 +260,14 @@ impl Balance {
                 '}' | ']' | ')' => {
                     self.depth = self.depth.saturating_sub(1);
                     if self.depth == 0 {
-                        return Some(i + c.len_utf8());
+                        if self.list {
+                            self.after = Some((0, false));
+                            continue;
+                        }
+                        return Some(Closed {
+                            at: i + c.len_utf8(),
+                            back: 0,
+                        });
                     }
                 }
                 _ => {}
@@ -244,10 +293,21 @@ mod tests {
 
     #[test]
     fn balance_ends_at_the_closing_bracket() {
+        let closed = |at| Some(Closed { at, back: 0 });
         let mut b = Balance::default();
         assert_eq!(b.feed(r#" {"a": "}", "b": [1, {"#), None);
-        assert_eq!(b.feed(r#"}]} tail"#), Some(3));
+        assert_eq!(b.feed(r#"}]} tail"#), closed(3));
         let mut named = Balance::default();
-        assert_eq!(named.feed(r#"get[ARGS]{"x": "\"}"} more"#), Some(21));
+        assert_eq!(named.feed(r#"get[ARGS]{"x": "\"}"} more"#), closed(21));
+    }
+
+    #[test]
+    fn a_list_goes_on_past_each_semicolon_and_gives_back_what_follows_the_last_value() {
+        let mut b = Balance::list();
+        assert_eq!(b.feed(r#"{"a": ";"} ; "#), None);
+        assert_eq!(b.feed(r#"{"b": 1}  "#), None);
+        assert_eq!(b.feed("x"), Some(Closed { at: 0, back: 2 }));
+        let mut semi = Balance::list();
+        assert_eq!(semi.feed("{} ; done"), Some(Closed { at: 5, back: 3 }));
     }
 }

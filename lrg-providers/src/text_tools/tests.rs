@@ -83,3 +83,40 @@ fn unknown_names_and_garbage_become_recovery_calls() {
         assert!(r.message.contains("<tool_call>"), "{}", r.message);
     }
 }
+
+fn reasoning(t: &str) -> TurnEvent {
+    TurnEvent::ReasoningDelta { text: t.into() }
+}
+
+#[test]
+fn a_parser_started_in_reasoning_leaves_it_only_before_reading_anything() {
+    let tools = [tool("get_weather")];
+    let mut separated = TextToolParser::new(ToolFormat::Hermes, &tools).starting_in_reasoning();
+    separated.server_separates_reasoning();
+    let mut out = Vec::new();
+    separated.feed("Sunny.", &mut out);
+    separated.finish(&mut out);
+    assert_eq!(out, vec![text("Sunny.")]);
+
+    let mut late = TextToolParser::new(ToolFormat::Hermes, &tools).starting_in_reasoning();
+    let mut out = Vec::new();
+    late.feed("Hmm", &mut out);
+    late.server_separates_reasoning();
+    late.feed(".</think>Sunny.", &mut out);
+    late.finish(&mut out);
+    assert_eq!(out, vec![reasoning("Hmm."), text("Sunny.")]);
+}
+
+#[test]
+fn formats_without_a_reasoning_marker_ignore_a_template_that_opened_one() {
+    for format in [ToolFormat::Llama3, ToolFormat::Harmony] {
+        let got = {
+            let mut p = TextToolParser::new(format, &[tool("get_weather")]).starting_in_reasoning();
+            let mut out = Vec::new();
+            p.feed("Sunny.", &mut out);
+            p.finish(&mut out);
+            out
+        };
+        assert_eq!(got, vec![text("Sunny.")], "{format}");
+    }
+}

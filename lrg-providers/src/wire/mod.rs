@@ -78,6 +78,18 @@ pub trait Decoder: Send {
     fn finish(&mut self, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError>;
 }
 
+/// A boxed decoder decodes like the one inside, so a wrapper such as
+/// [`crate::text_tools::TextToolDecoder`] can take a decoder chosen at run time.
+impl<D: Decoder + ?Sized> Decoder for Box<D> {
+    fn decode(&mut self, frame: &Frame, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        (**self).decode(frame, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+        (**self).finish(out)
+    }
+}
+
 /// Feed `frames` (data only) to `decoder` until one fails, then finish it
 /// unless one failed: the events it gave, and how it ended. For decoder tests.
 #[cfg(test)]

@@ -9,6 +9,10 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wiremock::MockServer;
 
+mod invariants;
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use invariants::{Api, Broken, Invariants, mount_checked};
+
 /// The JSON bodies of every request `server` received, in order.
 pub async fn bodies(server: &MockServer) -> Vec<Value> {
     server
@@ -258,110 +262,6 @@ pub async fn assert_overflow_not_retried(
         "{error:?}"
     );
     server.verify().await;
-}
-
-/// Which API a request body is written for.
-#[derive(Clone, Copy, Debug)]
-pub enum Api {
-    /// OpenAI Chat Completions (and compatible servers).
-    OpenAi,
-    /// Anthropic Messages.
-    Anthropic,
-    /// Gemini generateContent.
-    Gemini,
-    /// Ollama /api/chat.
-    Ollama,
-}
-
-/// A wiremock matcher that checks every request it sees against the
-/// invariants every adapter must keep, and panics (failing the test) when
-/// one is broken: the body is JSON of the API's shape, every tool call is
-/// answered exactly once, and the key never appears in the body.
-pub struct Invariants {
-    pub api: Api,
-    pub key: Option<&'static str>,
-}
-
-impl wiremock::Match for Invariants {
-    fn matches(&self, request: &wiremock::Request) -> bool {
-        let text = String::from_utf8_lossy(&request.body);
-        if let Some(key) = self.key {
-            assert!(!text.contains(key), "the key is in the body: {text}");
-        }
-        let body: Value = serde_json::from_str(&text).expect("the body is not JSON");
-        let (calls, answers) = match self.api {
-            Api::OpenAi | Api::Ollama => {
-                let messages = body["messages"].as_array().expect("no `messages` array");
-                let mut calls = Vec::new();
-                let mut answers = Vec::new();
-                for m in messages {
-                    let role = m["role"].as_str().expect("a message without a role");
-                    assert!(
-                        ["system", "user", "assistant", "tool"].contains(&role),
-                        "role {role}"
-                    );
-                    for c in m["tool_calls"].as_array().into_iter().flatten() {
-                        calls.push(c["id"].as_str().unwrap_or("").to_string());
-                    }
-                    if role == "tool" {
-                        answers.push(m["tool_call_id"].as_str().unwrap_or("").to_string());
-                    }
-                }
-                (calls, answers)
-            }
-            Api::Anthropic => {
-                let messages = body["messages"].as_array().expect("no `messages` array");
-                let mut calls = Vec::new();
-                let mut answers = Vec::new();
-                for m in messages {
-                    let role = m["role"].as_str().expect("a message without a role");
-                    assert!(["user", "assistant"].contains(&role), "role {role}");
-                    for block in m["content"].as_array().into_iter().flatten() {
-                        match block["type"].as_str() {
-                            Some("tool_use") => calls.push(block["id"].as_str().unwrap().into()),
-                            Some("tool_result") => {
-                                answers.push(block["tool_use_id"].as_str().unwrap().into())
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-                (calls, answers)
-            }
-            Api::Gemini => {
-                let contents = body["contents"].as_array().expect("no `contents` array");
-                let mut calls = Vec::new();
-                let mut answers = Vec::new();
-                for c in contents {
-                    let role = c["role"].as_str().expect("a content without a role");
-                    assert!(["user", "model"].contains(&role), "role {role}");
-                    for part in c["parts"].as_array().expect("no parts") {
-                        if let Some(f) = part.get("functionCall") {
-                            calls.push(f["name"].as_str().unwrap().to_string());
-                        }
-                        if let Some(f) = part.get("functionResponse") {
-                            answers.push(f["name"].as_str().unwrap().to_string());
-                        }
-                    }
-                }
-                (calls, answers)
-            }
-        };
-        // Ollama's calls carry no ids: count them. The others pair by id
-        // (Gemini by name, in order).
-        let (mut calls, mut answers) = (calls, answers);
-        if matches!(self.api, Api::Ollama) {
-            assert_eq!(calls.len(), answers.len(), "calls and results: {text}");
-        } else {
-            calls.sort();
-            answers.sort();
-            assert_eq!(
-                calls, answers,
-                "every tool call answered exactly once: {text}"
-            );
-        }
-        true
-    }
 }
 
 /// The tool-call deltas with `index` in `events`: the id and name its first
