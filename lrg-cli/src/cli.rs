@@ -103,6 +103,10 @@ pub struct ModelArgs {
     /// hermes, qwen3-coder, mistral, llama3, harmony, granite, deepseek, pythonic, markdown-json
     #[arg(long, value_name = "FORMAT")]
     pub tool_format: Option<ToolMode>,
+    /// The vision projector of a llama: model (its mmproj-*.gguf): with it the model sees the
+    /// images of messages and tool results; without it images reach the model as short notes
+    #[arg(long, value_name = "FILE", env = "LRG_MMPROJ", hide_env_values = true)]
+    pub mmproj: Option<std::path::PathBuf>,
 }
 
 /// How the model samples its answers; each unset one is left to the model.

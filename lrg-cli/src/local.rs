@@ -21,13 +21,17 @@ mod llama {
     use lrg_providers::local_chat::LocalChatModel;
     use lrg_providers::{ChatModel, ProviderError};
 
-    pub struct Llama;
+    /// Loads GGUF files, with the vision projector `--mmproj` names.
+    pub struct Llama {
+        pub mmproj: Option<PathBuf>,
+    }
 
     impl EngineLoader for Llama {
         fn load(
             &self,
             path: PathBuf,
         ) -> BoxFuture<'static, Result<Arc<dyn ChatModel>, ProviderError>> {
+            let mmproj = self.mmproj.clone();
             Box::pin(async move {
                 if !path.is_file() {
                     return Err(ProviderError::Config {
@@ -36,7 +40,11 @@ mod llama {
                 }
                 // Loading reads the whole file: keep it off the async workers.
                 let engine = tokio::task::spawn_blocking(move || {
-                    lrg_llama::LlamaEngine::load(lrg_llama::LlamaConfig::new(path))
+                    let mut config = lrg_llama::LlamaConfig::new(path);
+                    if let Some(mmproj) = mmproj {
+                        config = config.with_mmproj(mmproj);
+                    }
+                    lrg_llama::LlamaEngine::load(config)
                 })
                 .await
                 .map_err(|e| ProviderError::Config {
@@ -79,10 +87,18 @@ mod mlx {
     }
 }
 
-/// `connections` with the engines of this build.
-pub fn with_engines(connections: Connections) -> Connections {
+/// `connections` with the engines of this build; llama.cpp models get the
+/// vision projector `mmproj` (`--mmproj`).
+pub fn with_engines(connections: Connections, mmproj: Option<&std::path::Path>) -> Connections {
     #[cfg(feature = "llama")]
-    let connections = connections.with_engine(Provider::Llama, std::sync::Arc::new(llama::Llama));
+    let connections = connections.with_engine(
+        Provider::Llama,
+        std::sync::Arc::new(llama::Llama {
+            mmproj: mmproj.map(std::path::Path::to_path_buf),
+        }),
+    );
+    #[cfg(not(feature = "llama"))]
+    let _ = mmproj;
     #[cfg(feature = "mlx")]
     let connections = connections.with_engine(Provider::Mlx, std::sync::Arc::new(mlx::Mlx));
     connections

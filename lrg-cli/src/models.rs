@@ -15,6 +15,7 @@ pub async fn models(args: ModelsArgs) -> Result<Exit, CliError> {
         base_url: args.base_url.clone(),
         local_only: args.local_only,
         tool_format: None,
+        mmproj: None,
     };
     print!("{}", catalog_table(&model_args, args.json).await);
     Ok(Exit::Replied)

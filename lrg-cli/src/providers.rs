@@ -21,7 +21,8 @@ fn non_empty(s: Option<&str>) -> Option<String> {
 /// `provider` (a server the user runs; a cloud's address comes from its env
 /// var), or, with no model chosen, to every server provider.
 pub fn connections(args: &ModelArgs, provider: Option<Provider>) -> Connections {
-    let mut connections = crate::local::with_engines(Connections::from_env());
+    let mut connections =
+        crate::local::with_engines(Connections::from_env(), args.mmproj.as_deref());
     if let Some(mode) = args.tool_format {
         connections = connections.with_tool_mode(mode);
     }

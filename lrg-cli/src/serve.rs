@@ -92,6 +92,7 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
             base_url: model_args.base_url.clone(),
             tool_format: model_args.tool_format,
             local_only: model_args.local_only,
+            mmproj: model_args.mmproj.clone(),
         };
         Box::pin(async move {
             resolve_on_blocking_thread(model_args)

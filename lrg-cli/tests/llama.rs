@@ -8,7 +8,9 @@
 mod common;
 
 use common::{Env, ran};
-use lrg_llama::testing::{TinyModelSpec, write_tiny_model};
+use lrg_llama::testing::{
+    TinyModelSpec, TinyProjectorSpec, write_tiny_model, write_tiny_projector,
+};
 
 #[test]
 fn a_tiny_gguf_runs_offline_with_tools() {
@@ -56,4 +58,80 @@ fn a_missing_gguf_is_a_usage_error() {
     assert_eq!(r.code, 2, "{r:?}");
     assert!(r.stderr.contains("llama:nope.gguf"), "{r:?}");
     assert!(r.stderr.contains("no such file"), "{r:?}");
+}
+
+#[test]
+fn a_missing_mmproj_is_a_usage_error_naming_the_flag() {
+    let env = Env::new();
+    write_tiny_model(&env.path("tiny.gguf"), &TinyModelSpec::default()).unwrap();
+    let r = ran(env.lrg().args([
+        "run",
+        "--model",
+        "llama:tiny.gguf",
+        "--mmproj",
+        "no-such-mmproj.gguf",
+        "hi",
+    ]));
+    assert_eq!(r.code, 2, "{r:?}");
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("no-such-mmproj.gguf"))
+        .unwrap_or_else(|| panic!("no line names the file: {r:?}"));
+    assert!(line.contains("--mmproj"), "{line}");
+}
+
+#[test]
+fn lrg_mmproj_names_the_projector_too() {
+    let env = Env::new();
+    write_tiny_model(&env.path("tiny.gguf"), &TinyModelSpec::default()).unwrap();
+    let r = ran(env.lrg().env("LRG_MMPROJ", "also-missing.gguf").args([
+        "run",
+        "--model",
+        "llama:tiny.gguf",
+        "hi",
+    ]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("also-missing.gguf"), "{r:?}");
+}
+
+#[test]
+fn a_projector_loads_with_its_model_and_the_run_works() {
+    let env = Env::new();
+    write_tiny_model(&env.path("tiny.gguf"), &TinyModelSpec::default()).unwrap();
+    write_tiny_projector(&env.path("mmproj.gguf"), &TinyProjectorSpec::default()).unwrap();
+    let r = ran(env.lrg().args([
+        "run",
+        "--json",
+        "--model",
+        "llama:tiny.gguf",
+        "--mmproj",
+        "mmproj.gguf",
+        // Short: the random model's answer only has to arrive.
+        "--max-tokens",
+        "48",
+        "What is in the picture?",
+    ]));
+    assert!(r.code == 0 || r.code == 3, "{r:?}");
+    assert!(r.stdout.contains("\"assistant_turn\""), "{r:?}");
+}
+
+#[test]
+fn a_file_that_is_not_a_projector_is_a_usage_error_naming_the_flag() {
+    let env = Env::new();
+    write_tiny_model(&env.path("tiny.gguf"), &TinyModelSpec::default()).unwrap();
+    let r = ran(env.lrg().args([
+        "run",
+        "--model",
+        "llama:tiny.gguf",
+        "--mmproj",
+        "tiny.gguf",
+        "hi",
+    ]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("could not load the projector (--mmproj) tiny.gguf"),
+        "{r:?}"
+    );
 }

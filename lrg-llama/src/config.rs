@@ -1,4 +1,5 @@
-//! How to load a model: file, context size, batch size, threads, GPU layers.
+//! How to load a model: file, projector, context size, batch size, threads,
+//! GPU layers.
 
 use std::path::PathBuf;
 
@@ -7,6 +8,9 @@ use std::path::PathBuf;
 pub struct LlamaConfig {
     /// The GGUF file.
     pub model_path: PathBuf,
+    /// The vision projector GGUF made for this model (`mmproj-*.gguf`);
+    /// with one the engine sees images, without one it is blind.
+    pub mmproj_path: Option<PathBuf>,
     /// Context size in tokens for all sequences together; `None` takes the
     /// model's training context, capped at [`LlamaConfig::DEFAULT_MAX_CTX`].
     pub n_ctx: Option<u32>,
@@ -26,17 +30,25 @@ impl LlamaConfig {
     /// contexts cost memory up front.
     pub const DEFAULT_MAX_CTX: u32 = 16_384;
 
-    /// Defaults for `model_path`: the model's context up to 16k, batches of
-    /// 512, one sequence, all cores, every layer on the GPU if there is one.
+    /// Defaults for `model_path`: no projector, the model's context up to
+    /// 16k, batches of 512, one sequence, all cores, every layer on the GPU if
+    /// there is one.
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         Self {
             model_path: model_path.into(),
+            mmproj_path: None,
             n_ctx: None,
             n_batch: 512,
             n_seq_max: 1,
             n_threads: None,
             n_gpu_layers: u32::MAX,
         }
+    }
+
+    /// Sets the vision projector (`mmproj`) file.
+    pub fn with_mmproj(mut self, mmproj_path: impl Into<PathBuf>) -> Self {
+        self.mmproj_path = Some(mmproj_path.into());
+        self
     }
 
     /// Sets the context size.

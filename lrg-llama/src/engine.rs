@@ -17,7 +17,8 @@ use crate::worker::{Job, Loaded, spawn_worker};
 /// Counters of the last turn, to check and measure KV-cache reuse.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EngineStats {
-    /// Tokens of the rendered prompt.
+    /// Tokens of the rendered prompt (an image counts the tokens the
+    /// projector made of it).
     pub prompt_tokens: u32,
     /// Prompt tokens already in the KV cache from earlier turns.
     pub tokens_reused: u32,
@@ -43,6 +44,7 @@ pub struct LlamaEngine {
     jobs: std_mpsc::Sender<Job>,
     model_name: String,
     context_window: u32,
+    vision: bool,
     stats: Arc<Mutex<EngineStats>>,
 }
 
@@ -51,6 +53,7 @@ impl std::fmt::Debug for LlamaEngine {
         f.debug_struct("LlamaEngine")
             .field("model_name", &self.model_name)
             .field("context_window", &self.context_window)
+            .field("vision", &self.vision)
             .finish()
     }
 }
@@ -62,11 +65,19 @@ impl LlamaEngine {
     ///
     /// # Errors
     /// `ModelNotFound` when the file does not exist, `Config` when llama.cpp
-    /// cannot load it or create a context with these settings.
+    /// cannot load it or create a context with these settings, or when the
+    /// projector file is missing or is not a projector for this model.
     pub fn load(config: LlamaConfig) -> Result<Self, ProviderError> {
         if !config.model_path.is_file() {
             return Err(ProviderError::ModelNotFound {
                 message: format!("no GGUF file at {}", config.model_path.display()),
+            });
+        }
+        if let Some(mmproj) = &config.mmproj_path
+            && !mmproj.is_file()
+        {
+            return Err(ProviderError::Config {
+                message: format!("no projector (--mmproj) file at {}", mmproj.display()),
             });
         }
         if config.n_batch == 0 || config.n_seq_max == 0 {
@@ -80,11 +91,18 @@ impl LlamaEngine {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| config.model_path.display().to_string());
         let stats = Arc::new(Mutex::new(EngineStats::default()));
-        let (jobs, Loaded { context_window }) = spawn_worker(config, stats.clone())?;
+        let (
+            jobs,
+            Loaded {
+                context_window,
+                vision,
+            },
+        ) = spawn_worker(config, stats.clone())?;
         Ok(Self {
             jobs,
             model_name,
             context_window,
+            vision,
             stats,
         })
     }
@@ -94,8 +112,8 @@ impl LlamaEngine {
     /// turn to finish first.
     ///
     /// # Errors
-    /// As for a turn's rendering (images, a message llama.cpp cannot take), or
-    /// when the worker has stopped.
+    /// As for a turn's rendering (a message llama.cpp cannot take), for a
+    /// conversation with images, or when the worker has stopped.
     pub fn tokenize_prompt(&self, messages: &[EngineMessage]) -> Result<Vec<i32>, ProviderError> {
         let stopped = || ProviderError::Other {
             message: "the llama.cpp worker has stopped".into(),
@@ -132,6 +150,11 @@ impl LocalEngine for LlamaEngine {
 
     fn context_window(&self) -> u32 {
         self.context_window
+    }
+
+    /// True when the engine was loaded with a projector.
+    fn vision(&self) -> bool {
+        self.vision
     }
 
     fn generate(

@@ -6,15 +6,23 @@
 //! the turn's JSON Schema, and the KV cache is kept between turns so a turn
 //! evaluates only what follows the longest prefix it shares with the last one.
 //!
+//! With a vision projector ([`LlamaConfig::with_mmproj`]) the model sees the
+//! images of user messages and tool results, through llama.cpp's multimodal
+//! library; the KV cache is then reused chunk by chunk (an image is the same
+//! image when its bytes are). Without one the model is blind and
+//! [`lrg_providers::local_chat::LocalChatModel`] sends it a note per image.
+//!
 //! [`testing`] writes a tiny random-weight model, so all of this runs offline.
 
 mod backend;
+mod chunks;
 mod config;
 pub mod constraint;
 mod engine;
 mod sampling;
 pub mod testing;
 mod utf8;
+mod vision;
 mod worker;
 
 pub use config::LlamaConfig;

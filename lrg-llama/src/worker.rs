@@ -14,7 +14,7 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use lrg_providers::local_chat::{EngineEvent, EngineMessage, EngineRole, EngineStop, EngineTurn};
-use lrg_providers::{ProviderError, Usage};
+use lrg_providers::{Image, ProviderError, Usage};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::Value;
@@ -22,11 +22,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::backend;
+use crate::chunks::{Chunk, Chunks, Plan};
 use crate::config::LlamaConfig;
 use crate::constraint::{AnswerConstraint, ConstraintCompiler};
 use crate::engine::EngineStats;
 use crate::sampling::sample;
 use crate::utf8::Utf8Stream;
+use crate::vision::{Vision, drop_slots, marker, place_markers};
 
 /// Work for the worker.
 pub(crate) enum Job {
@@ -48,6 +50,8 @@ pub(crate) enum Job {
 /// What the worker reports once the model is loaded.
 pub(crate) struct Loaded {
     pub context_window: u32,
+    /// Whether a projector was loaded: the model sees images.
+    pub vision: bool,
 }
 
 /// Starts the worker thread and waits until it has loaded the model.
@@ -106,6 +110,22 @@ fn run_worker(
     if let Some(t) = threads {
         ctx_params = ctx_params.with_n_threads(t).with_n_threads_batch(t);
     }
+    let vision = match &config.mmproj_path {
+        None => None,
+        Some(mmproj) => match Vision::load(
+            mmproj,
+            &model,
+            &config.model_path,
+            config.n_gpu_layers > 0,
+            threads,
+        ) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        },
+    };
     let ctx = match model.new_context(backend, ctx_params) {
         Ok(c) => c,
         Err(e) => {
@@ -146,6 +166,7 @@ fn run_worker(
     if ready
         .send(Ok(Loaded {
             context_window: window,
+            vision: vision.is_some(),
         }))
         .is_err()
     {
@@ -157,7 +178,8 @@ fn run_worker(
         template,
         compiler,
         last_constraint: None,
-        held: Vec::new(),
+        vision,
+        held: Chunks::new(),
         window,
         batch: LlamaBatch::new(n_batch, 1),
         n_batch,
@@ -175,9 +197,11 @@ fn run_worker(
                 continue;
             }
             Job::Tokenize { messages, reply } => {
-                let tokens = worker
-                    .tokenize(&messages)
-                    .map(|t| t.iter().map(|t| t.0).collect());
+                let tokens = worker.prompt(&messages).and_then(|p| {
+                    p.text_only().ok_or_else(|| ProviderError::BadRequest {
+                        message: "tokenize_prompt takes conversations without images".into(),
+                    })
+                });
                 let _ = reply.send(tokens);
                 continue;
             }
@@ -208,8 +232,10 @@ struct Worker<'m> {
     compiler: ConstraintCompiler,
     /// The last schema compiled, with its constraint before any token.
     last_constraint: Option<(Value, AnswerConstraint)>,
-    /// The tokens in sequence 0 of the KV cache, in position order.
-    held: Vec<LlamaToken>,
+    /// The projector, when the model sees images.
+    vision: Option<Vision>,
+    /// What sequence 0 of the KV cache holds, in position order.
+    held: Chunks,
     window: u32,
     batch: LlamaBatch<'static>,
     n_batch: usize,
@@ -240,39 +266,91 @@ impl<'m> Worker<'m> {
     }
 
     /// The conversation as the model reads it: chat template applied, the
-    /// assistant's generation prompt appended, tokenized with special tokens.
-    fn tokenize(&self, messages: &[EngineMessage]) -> Result<Vec<LlamaToken>, ProviderError> {
-        let rendered = self.render(messages)?;
-        Ok(self.model.vocab().tokenize(rendered.as_bytes(), true, true))
+    /// assistant's generation prompt appended, tokenized with special tokens,
+    /// each image (with a projector) a chunk at its marker's place.
+    fn prompt(&mut self, messages: &[EngineMessage]) -> Result<Chunks, ProviderError> {
+        let (rendered, images) = self.render(messages)?;
+        let model: &'m LlamaModel = self.model;
+        let vocab = model.vocab();
+        let ids = |text: &str, first: bool| -> Vec<i32> {
+            vocab
+                .tokenize(text.as_bytes(), first, true)
+                .iter()
+                .map(|t| t.0)
+                .collect()
+        };
+        let mut chunks = Chunks::new();
+        let Some(vision) = self.vision.as_mut().filter(|_| !images.is_empty()) else {
+            chunks.push_tokens(&ids(&rendered, true));
+            return Ok(chunks);
+        };
+        // Text between markers is tokenized piece by piece, as mtmd does.
+        let pieces: Vec<&str> = rendered.split(marker()).collect();
+        if pieces.len() != images.len() + 1 {
+            return Err(ProviderError::Other {
+                message: format!(
+                    "the chat template kept {} of {} image markers",
+                    pieces.len() - 1,
+                    images.len()
+                ),
+            });
+        }
+        let prepared = vision.prepare(&images)?;
+        for (i, piece) in pieces.iter().enumerate() {
+            if i > 0 {
+                let image = &prepared[i - 1];
+                chunks.push_image(image.hash, image.tokens, image.positions);
+            }
+            chunks.push_tokens(&ids(piece, i == 0));
+        }
+        Ok(chunks)
     }
 
-    fn render(&self, messages: &[EngineMessage]) -> Result<String, ProviderError> {
+    /// The chat template applied to `messages`, and the images in the order
+    /// of their markers.
+    fn render<'a>(
+        &self,
+        messages: &'a [EngineMessage],
+    ) -> Result<(String, Vec<&'a Image>), ProviderError> {
         let mut chat = Vec::with_capacity(messages.len());
+        let mut images = Vec::new();
         for m in messages {
-            if !m.images.is_empty() {
-                return Err(ProviderError::Unsupported {
-                    message: "this llama.cpp engine does not take images".into(),
-                });
-            }
             let role = match m.role {
                 EngineRole::System => "system",
                 EngineRole::User => "user",
                 EngineRole::Assistant => "assistant",
             };
-            let msg = LlamaChatMessage::new(role.into(), m.content.clone()).map_err(|e| {
+            let content = match (&self.vision, m.images.is_empty()) {
+                // Every message, so that a marker written in text is defused.
+                (Some(_), _) => {
+                    images.extend(&m.images);
+                    place_markers(&m.content, m.images.len())
+                }
+                (None, true) => drop_slots(&m.content).into_owned(),
+                (None, false) => {
+                    return Err(ProviderError::Unsupported {
+                        message: "this model was loaded without a projector (--mmproj), so it \
+                                  cannot take images"
+                            .into(),
+                    });
+                }
+            };
+            let msg = LlamaChatMessage::new(role.into(), content).map_err(|e| {
                 ProviderError::BadRequest {
                     message: format!("a {role} message cannot be passed to llama.cpp: {e}"),
                 }
             })?;
             chat.push(msg);
         }
-        self.model
+        let rendered = self
+            .model
             .apply_chat_template(&self.template, &chat, true)
             .map_err(|e| ProviderError::BadRequest {
                 message: format!(
                     "the model's chat template could not render the conversation: {e}"
                 ),
-            })
+            })?;
+        Ok((rendered, images))
     }
 
     fn set_stats(&self, f: impl FnOnce(&mut EngineStats)) {
@@ -288,19 +366,18 @@ impl<'m> Worker<'m> {
         events: &mpsc::Sender<Result<EngineEvent, ProviderError>>,
     ) -> Result<(), ProviderError> {
         let started = Instant::now();
-        let prompt = self.tokenize(&turn.messages)?;
-        if prompt.len() >= self.window as usize {
+        let prompt = self.prompt(&turn.messages)?;
+        let prompt_tokens = prompt.tokens();
+        if prompt_tokens >= self.window {
             return Err(ProviderError::ContextOverflow {
                 message: format!(
-                    "the prompt is {} tokens and the context window is {} tokens (room is needed for the answer)",
-                    prompt.len(),
+                    "the prompt is {prompt_tokens} tokens and the context window is {} tokens (room is needed for the answer)",
                     self.window
                 ),
             });
         }
         // Compile before touching the cache so a bad schema costs nothing.
         let mut constraint = self.constraint_for(&turn.schema)?;
-        let prompt_tokens = prompt.len() as u32;
         self.set_stats(|s| {
             *s = EngineStats {
                 prompt_tokens,
@@ -308,20 +385,20 @@ impl<'m> Worker<'m> {
             }
         });
 
-        let reused = self.keep_common_prefix(&prompt);
-        let mut logits_at = self.prefill(&prompt[reused..], &cancel)?;
+        let plan = self.keep_common_prefix(&prompt);
+        let mut logits_at = self.evaluate(&prompt, &plan, &cancel)?;
         let prefill = started.elapsed();
         self.set_stats(|s| {
-            s.tokens_reused = reused as u32;
-            s.tokens_evaluated = (prompt.len() - reused) as u32;
+            s.tokens_reused = plan.tokens;
+            s.tokens_evaluated = prompt_tokens - plan.tokens;
             s.prefill = prefill;
-            s.tokens_held = self.held.len() as u32;
+            s.tokens_held = self.held.tokens();
         });
 
         // The prompt tokens kept in the KV cache from the last turn were
         // read, not computed: they are this engine's cached prompt tokens.
         let mut usage = Usage::new(prompt_tokens, 0)
-            .with_cached_prompt_tokens(u32::try_from(reused).unwrap_or(u32::MAX));
+            .with_cached_prompt_tokens(plan.tokens);
         let done = |usage: Usage, stop: EngineStop| -> Result<EngineEvent, ProviderError> {
             Ok(EngineEvent::Done { usage, stop })
         };
@@ -340,8 +417,7 @@ impl<'m> Worker<'m> {
             if cancel.is_cancelled() || events.is_closed() {
                 break EngineStop::Cancelled;
             }
-            if usage.completion_tokens >= turn.max_tokens || self.held.len() >= self.window as usize
-            {
+            if usage.completion_tokens >= turn.max_tokens || self.held.tokens() >= self.window {
                 break EngineStop::MaxTokens;
             }
             let Some(idx) = logits_at else {
@@ -389,57 +465,93 @@ impl<'m> Worker<'m> {
         }
         self.set_stats(|s| {
             s.tokens_generated = usage.completion_tokens;
-            s.tokens_held = self.held.len() as u32;
+            s.tokens_held = self.held.tokens();
         });
         let _ = events.blocking_send(done(usage, stop));
         Ok(())
     }
 
     /// Drops from the cache everything after the longest prefix `prompt`
-    /// shares with the held tokens; returns that prefix's length. At least one
-    /// prompt token is always left to evaluate, since its logits start the answer.
-    fn keep_common_prefix(&mut self, prompt: &[LlamaToken]) -> usize {
-        let mut keep = self
-            .held
-            .iter()
-            .zip(prompt)
-            .take_while(|(a, b)| a == b)
-            .count();
-        if keep == prompt.len() {
-            keep = keep.saturating_sub(1);
-        }
-        if keep < self.held.len() {
-            let removed = u32::try_from(keep)
-                .ok()
-                .and_then(|p| {
-                    self.ctx
-                        .clear_kv_cache_seq(Some(SEQ as u32), Some(p), None)
-                        .ok()
-                })
+    /// shares with what it holds (text token by token, images by their
+    /// bytes' hash; see [`crate::chunks`]); returns where evaluation starts.
+    /// At least one prompt token is always left to evaluate, since its logits
+    /// start the answer.
+    fn keep_common_prefix(&mut self, prompt: &Chunks) -> Plan {
+        let plan = self.held.plan(prompt);
+        if plan.tokens < self.held.tokens() {
+            let removed = self
+                .ctx
+                .clear_kv_cache_seq(Some(SEQ as u32), Some(plan.positions), None)
                 .unwrap_or(false);
-            if removed {
-                self.held.truncate(keep);
-            } else {
+            if !removed {
                 // Some caches (recurrent models) cannot cut a sequence; start over.
                 tracing::debug!(
-                    keep,
-                    held = self.held.len(),
+                    keep = plan.tokens,
+                    held = self.held.tokens(),
                     "partial KV removal refused; clearing the cache"
                 );
                 self.reset_cache();
-                keep = 0;
+                return self.held.plan(prompt);
             }
         }
-        keep
+        self.held.keep(prompt, &plan);
+        plan
     }
 
-    /// Evaluates `tokens` after the held ones in chunks of `n_batch`. Returns
-    /// the batch index of the last token's logits, or `None` if cancelled.
-    fn prefill(
+    /// Evaluates what `plan` leaves of `prompt` after the held chunks: text
+    /// in batches of `n_batch`, images through the projector. Returns the
+    /// batch index of the last logits, or `None` if cancelled.
+    fn evaluate(
         &mut self,
-        tokens: &[LlamaToken],
+        prompt: &Chunks,
+        plan: &Plan,
         cancel: &CancellationToken,
     ) -> Result<Option<i32>, ProviderError> {
+        let chunks = prompt.as_slice();
+        let mut last = None;
+        for (i, chunk) in chunks.iter().enumerate().skip(plan.whole) {
+            if cancel.is_cancelled() {
+                return Ok(None);
+            }
+            let is_last = i + 1 == chunks.len();
+            match chunk {
+                Chunk::Text(tokens) => {
+                    let from = if i == plan.whole { plan.partial } else { 0 };
+                    let Some(at) = self.prefill(&tokens[from..], is_last, cancel)? else {
+                        return Ok(None);
+                    };
+                    last = at;
+                }
+                Chunk::Image { hash, .. } => {
+                    let start = self.held.positions();
+                    let vision = self.vision.as_mut().ok_or_else(|| ProviderError::Other {
+                        message: "an image reached a model without a projector".into(),
+                    })?;
+                    if let Err(e) =
+                        vision.eval(*hash, &mut self.ctx, start, SEQ, self.n_batch, is_last)
+                    {
+                        self.forget_from(start);
+                        return Err(e);
+                    }
+                    self.held.push(chunk);
+                    // llama.cpp reads -1 as the last logits computed.
+                    last = Some(-1);
+                }
+            }
+        }
+        Ok(last)
+    }
+
+    /// Evaluates `tokens` after the held ones in chunks of `n_batch`, with
+    /// logits for the last one when `logits_last`. Returns `Some` of the batch
+    /// index of the last token (`Some(None)` when there were no tokens), or
+    /// `None` if cancelled.
+    fn prefill(
+        &mut self,
+        tokens: &[i32],
+        logits_last: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Option<i32>>, ProviderError> {
         let mut last = None;
         let n_chunks = tokens.len().div_ceil(self.n_batch);
         for (i, chunk) in tokens.chunks(self.n_batch).enumerate() {
@@ -448,29 +560,29 @@ impl<'m> Worker<'m> {
             }
             let is_last_chunk = i + 1 == n_chunks;
             self.batch.clear();
-            let start = self.held.len();
+            let start = self.held.positions() as usize;
             for (j, &t) in chunk.iter().enumerate() {
-                let want_logits = is_last_chunk && j + 1 == chunk.len();
+                let want_logits = logits_last && is_last_chunk && j + 1 == chunk.len();
                 self.batch
-                    .add(t, (start + j) as i32, &[SEQ], want_logits)
+                    .add(LlamaToken(t), (start + j) as i32, &[SEQ], want_logits)
                     .map_err(batch_error)?;
             }
             self.decode_batch(start)?;
-            self.held.extend_from_slice(chunk);
+            self.held.push_tokens(chunk);
             last = Some(chunk.len() as i32 - 1);
         }
-        Ok(last)
+        Ok(Some(last))
     }
 
     /// Evaluates one generated token; returns the index of its logits.
     fn decode_one(&mut self, token: LlamaToken) -> Result<i32, ProviderError> {
         self.batch.clear();
-        let pos = self.held.len();
+        let pos = self.held.positions() as usize;
         self.batch
             .add(token, pos as i32, &[SEQ], true)
             .map_err(batch_error)?;
         self.decode_batch(pos)?;
-        self.held.push(token);
+        self.held.push_tokens(&[token.0]);
         Ok(0)
     }
 
@@ -478,14 +590,7 @@ impl<'m> Worker<'m> {
     /// `start` on, so the cache matches `held` again.
     fn decode_batch(&mut self, start: usize) -> Result<(), ProviderError> {
         if let Err(e) = self.ctx.decode(&mut self.batch) {
-            let cut = u32::try_from(start).ok();
-            let removed = self
-                .ctx
-                .clear_kv_cache_seq(Some(SEQ as u32), cut, None)
-                .unwrap_or(false);
-            if !removed {
-                self.reset_cache();
-            }
+            self.forget_from(u32::try_from(start).unwrap_or(u32::MAX));
             return Err(match e {
                 llama_cpp_2::DecodeError::NoKvCacheSlot => ProviderError::ContextOverflow {
                     message: format!("llama.cpp found no room in the KV cache at position {start}"),
@@ -496,6 +601,20 @@ impl<'m> Worker<'m> {
             });
         }
         Ok(())
+    }
+}
+
+impl Worker<'_> {
+    /// After a failed evaluation from position `start`: removes whatever it
+    /// may have written, so the cache matches `held` again.
+    fn forget_from(&mut self, start: u32) {
+        let removed = self
+            .ctx
+            .clear_kv_cache_seq(Some(SEQ as u32), Some(start), None)
+            .unwrap_or(false);
+        if !removed {
+            self.reset_cache();
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use futures::StreamExt as _;
 use futures::stream::{self, BoxStream};
 use lrg_providers::local_chat::{
     ANALYSIS_MAX_CHARS, AnswerDecoder, EngineEvent, EngineMessage, EngineStop, EngineTurn,
-    LocalChatModel, LocalEngine, REPLY_MAX_CHARS, answer_schema, parse_answer,
+    IMAGE_SLOT, LocalChatModel, LocalEngine, REPLY_MAX_CHARS, answer_schema, parse_answer,
 };
 use lrg_providers::{
     AssistantTurn, ChatModel, GenerationSettings, Image, Message, ModelLocation, NativePart, Part,
@@ -36,6 +36,8 @@ struct FakeEngine {
     events: Vec<Result<EngineEvent, ProviderError>>,
     hang_at_end: bool,
     turns: Mutex<Vec<EngineTurn>>,
+    /// Whether it reports that it sees images (true unless built `blind`).
+    vision: bool,
 }
 
 impl FakeEngine {
@@ -58,6 +60,26 @@ impl FakeEngine {
             events,
             hang_at_end,
             turns: Mutex::new(Vec::new()),
+            vision: true,
+        })
+    }
+
+    /// An engine that cannot see images and answers `answer` in one piece.
+    fn blind(answer: &str) -> Arc<Self> {
+        let events = vec![
+            Ok(EngineEvent::Delta {
+                text: answer.into(),
+            }),
+            Ok(EngineEvent::Done {
+                usage: usage(),
+                stop: EngineStop::Done,
+            }),
+        ];
+        Arc::new(Self {
+            events,
+            hang_at_end: false,
+            turns: Mutex::new(Vec::new()),
+            vision: false,
         })
     }
 
@@ -78,6 +100,10 @@ impl LocalEngine for FakeEngine {
 
     fn context_window(&self) -> u32 {
         8192
+    }
+
+    fn vision(&self) -> bool {
+        self.vision
     }
 
     fn generate(
@@ -334,7 +360,8 @@ fn show(messages: &[EngineMessage]) -> String {
             out.push_str(&format!(" (images {tags:?})"));
         }
         out.push('\n');
-        out.push_str(&m.content);
+        // The slot character is invisible in a snapshot; show where it is.
+        out.push_str(&m.content.replace(IMAGE_SLOT, "<image slot>"));
         out.push('\n');
     }
     out
@@ -652,7 +679,71 @@ fn newest_two_images_are_attached_older_ones_become_placeholders() {
 
     Result of snap: shot
     [image omitted]
+
+    <image slot>
+    <image slot>
     ");
+}
+
+#[test]
+fn images_keep_their_place_as_slots_and_slot_characters_in_text_are_dropped() {
+    let messages = vec![Message {
+        role: Role::User,
+        parts: vec![
+            Part::text("before \u{FFFC}"),
+            image(1),
+            Part::text("between"),
+            image(2),
+        ],
+    }];
+    let turn = model(FakeEngine::answering("", &[1], EngineStop::Done))
+        .engine_turn(&TurnRequest::new(messages));
+    let user = &turn.messages[1];
+    assert_eq!(
+        user.content,
+        format!("before \n{IMAGE_SLOT}\nbetween\n{IMAGE_SLOT}")
+    );
+    assert_eq!(user.images.len(), 2);
+}
+
+#[tokio::test]
+async fn a_blind_engine_gets_a_note_for_each_image_and_the_turn_succeeds() {
+    let engine = FakeEngine::blind(r#"{"analysis":"","reply":"I cannot see it."}"#);
+    let messages = vec![
+        Message::user("What is in the screenshot?"),
+        Message {
+            role: Role::Assistant,
+            parts: vec![call("call_1", "snap", json!({}))],
+        },
+        Message::tool_results([ToolResult {
+            call_id: "call_1".into(),
+            name: "snap".into(),
+            parts: vec![Part::text("shot"), image(2)],
+            is_error: false,
+        }]),
+    ];
+    let m = model(engine.clone());
+    assert!(!m.info().vision);
+    let turn = tokio::time::timeout(
+        Duration::from_secs(10),
+        collect_turn(m.turn(TurnRequest::new(messages), CancellationToken::new())),
+    )
+    .await
+    .expect("the turn hung")
+    .unwrap();
+    assert_eq!(turn.stop, Some(StopReason::EndTurn));
+    let sent = engine.last_turn();
+    assert!(sent.messages.iter().all(|m| m.images.is_empty()));
+    assert!(
+        sent.messages
+            .iter()
+            .all(|m| !m.content.contains(IMAGE_SLOT))
+    );
+    let last = &sent.messages.last().unwrap().content;
+    assert!(
+        last.contains("Result of snap: shot\n[image/png 3 bytes, not shown to this model]"),
+        "{last}"
+    );
 }
 
 // ---------------------------------------------------------------- streaming and parsing

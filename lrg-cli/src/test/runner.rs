@@ -119,6 +119,8 @@ async fn run_once(case: &Case, options: &RunOptions) -> Attempt {
         base_url: case.base_url.clone(),
         local_only: false,
         tool_format: None,
+        // The flag's variable: a case's llama: model sees with the projector it names.
+        mmproj: std::env::var_os("LRG_MMPROJ").map(std::path::PathBuf::from),
     };
     // The CLI's own model and tool setup, as `lrg run` uses it.
     let resolved = match crate::resolve::resolve(&args, record.as_deref()).await {

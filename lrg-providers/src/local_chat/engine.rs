@@ -19,14 +19,23 @@ pub enum EngineRole {
     Assistant,
 }
 
+/// Marks an attached image's place in [`EngineMessage::content`]: the
+/// content holds one of these per image, in the order of
+/// [`EngineMessage::images`]. It never occurs in rendered text otherwise (the
+/// renderer removes it from what users and tools wrote), so an engine that
+/// sees can put its own media marker there and one that does not can drop it.
+pub const IMAGE_SLOT: char = '\u{FFFC}';
+
 /// One message of a conversation rendered for a local engine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineMessage {
     /// Who wrote it.
     pub role: EngineRole,
-    /// Its text.
+    /// Its text, with an [`IMAGE_SLOT`] at the place of each attached image.
     pub content: String,
-    /// Images attached to it (engines without vision reject them).
+    /// Images attached to it, in the order of their slots in `content`.
+    /// [`crate::local_chat::LocalChatModel`] attaches images only for engines
+    /// whose [`LocalEngine::vision`] is true; others get a note in their place.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<Image>,
 }

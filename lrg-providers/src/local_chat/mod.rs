@@ -17,5 +17,7 @@ mod prompt;
 pub use answer::{Answer, parse_answer};
 pub use answer_schema::{ANALYSIS_MAX_CHARS, ARGUMENT_MAX_CHARS, REPLY_MAX_CHARS, answer_schema};
 pub use decoder::AnswerDecoder;
-pub use engine::{EngineEvent, EngineMessage, EngineRole, EngineStop, EngineTurn, LocalEngine};
+pub use engine::{
+    EngineEvent, EngineMessage, EngineRole, EngineStop, EngineTurn, IMAGE_SLOT, LocalEngine,
+};
 pub use model::{DEFAULT_MAX_IMAGES, DEFAULT_MAX_TOKENS, LocalChatModel};

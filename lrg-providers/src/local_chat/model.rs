@@ -35,6 +35,11 @@ const ERROR_TAIL_CHARS: usize = 200;
 /// `reply` as text while they are generated, and turns a `call` into one
 /// [`ToolCall`].
 ///
+/// Images: for an engine that sees ([`LocalEngine::vision`]) the newest
+/// `max_images` stay attached, each at its place in its message (an
+/// [`IMAGE_SLOT`](super::IMAGE_SLOT)), older ones become `[image omitted]`;
+/// a blind engine gets a short note per image instead, never an error.
+///
 /// How a turn ends:
 /// - a reply: `End { EndTurn }`; a call: the [`ToolCall`], then `End { ToolCalls }`;
 /// - the token budget ran out before the answer was complete: what was streamed
@@ -116,11 +121,17 @@ impl LocalChatModel {
     fn prepare(&self, request: &TurnRequest) -> (EngineTurn, Vec<OfferedTool>) {
         let tools = offer_tools(&request.tools);
         let settings = &request.settings;
+        // A blind engine gets a note in place of each image, never an error.
+        let messages = if self.engine.vision() {
+            std::borrow::Cow::Borrowed(request.messages.as_slice())
+        } else {
+            crate::images::describe_images(&request.messages)
+        };
         let turn = EngineTurn {
             messages: render(
                 request.system.as_deref(),
                 &tools,
-                &request.messages,
+                &messages,
                 self.max_images,
             ),
             schema: schema_for(&tools),

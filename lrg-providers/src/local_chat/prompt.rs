@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::answer_schema::{ANALYSIS_MAX_CHARS, OfferedTool, REPLY_MAX_CHARS};
-use super::engine::{EngineMessage, EngineRole};
+use super::engine::{EngineMessage, EngineRole, IMAGE_SLOT};
 use crate::{Image, Message, Part, Role, ToolCall, ToolResult};
 
 /// Render the whole conversation: the system message first, then the history,
@@ -519,7 +519,8 @@ fn compact_serialize<T: Serialize>(value: &T) -> String {
 // ---------------------------------------------------------------- assembly
 
 /// Merge consecutive user drafts (some chat templates require roles to
-/// alternate) and join their text.
+/// alternate) and join their text, each image standing on its own line as an
+/// [`IMAGE_SLOT`].
 fn finish(drafts: Vec<Draft>) -> Vec<EngineMessage> {
     let mut merged: Vec<Draft> = Vec::with_capacity(drafts.len());
     for draft in drafts {
@@ -541,8 +542,16 @@ fn finish(drafts: Vec<Draft>) -> Vec<EngineMessage> {
             let mut images = Vec::new();
             for piece in draft.pieces {
                 match piece {
+                    // A slot character in written text would be read as an
+                    // image's place; it carries nothing a reader needs.
+                    Piece::Text(text) if text.contains(IMAGE_SLOT) => {
+                        texts.push(text.replace(IMAGE_SLOT, ""));
+                    }
                     Piece::Text(text) => texts.push(text),
-                    Piece::Image(image) => images.push(image),
+                    Piece::Image(image) => {
+                        texts.push(IMAGE_SLOT.to_string());
+                        images.push(image);
+                    }
                 }
             }
             EngineMessage {
