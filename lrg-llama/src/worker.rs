@@ -397,8 +397,7 @@ impl<'m> Worker<'m> {
 
         // The prompt tokens kept in the KV cache from the last turn were
         // read, not computed: they are this engine's cached prompt tokens.
-        let mut usage = Usage::new(prompt_tokens, 0)
-            .with_cached_prompt_tokens(plan.tokens);
+        let mut usage = Usage::new(prompt_tokens, 0).with_cached_prompt_tokens(plan.tokens);
         let done = |usage: Usage, stop: EngineStop| -> Result<EngineEvent, ProviderError> {
             Ok(EngineEvent::Done { usage, stop })
         };
