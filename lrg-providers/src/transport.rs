@@ -2,6 +2,7 @@
 //! answer to a [`ProviderError`], and drive a [`Decoder`] over the streamed
 //! body with idle timeout and cancellation.
 
+use std::pin::Pin;
 use std::time::Duration;
 
 use futures::StreamExt as _;
@@ -13,7 +14,7 @@ use crate::text::truncate;
 use crate::wire::{Decoder, Frame, Framer, Framing};
 use crate::{ApiKey, ProviderError, StopReason, TurnEvent, TurnStream};
 
-/// Timeouts of the shared transport.
+/// Timeouts and connection pool of the shared transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TransportConfig {
@@ -22,25 +23,53 @@ pub struct TransportConfig {
     /// Longest silence allowed between two chunks of a streamed answer
     /// (and before the response headers arrive).
     pub idle_timeout: Duration,
+    /// Most idle keep-alive connections kept per host. A connection that
+    /// finishes an answer while this many wait already is closed: each one
+    /// kept holds its read buffer (up to a few hundred KiB after a long
+    /// streamed answer), so an app that ran 1,000 chats at once keeps this
+    /// many, not 1,000. Raise it when that many chats stream at once
+    /// steadily, so that their turns do not reconnect.
+    pub pool_max_idle_per_host: usize,
+    /// How long an idle pooled connection is kept; `None` keeps it until
+    /// the server closes it.
+    pub pool_idle_timeout: Option<Duration>,
 }
+
+/// Idle connections kept per host by default.
+pub const DEFAULT_POOL_MAX_IDLE_PER_HOST: usize = 32;
+/// How long an idle connection is kept by default: long enough for a person
+/// to write the next message without a new TLS handshake.
+pub const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 impl Default for TransportConfig {
     fn default() -> Self {
-        Self {
-            connect_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(120),
-        }
+        Self::new(Duration::from_secs(10), Duration::from_secs(120))
     }
 }
 
 impl TransportConfig {
     /// Timeouts: `connect` to open the connection, `idle` between two chunks
-    /// of an answer.
+    /// of an answer; the default pool.
     pub fn new(connect: Duration, idle: Duration) -> Self {
         Self {
             connect_timeout: connect,
             idle_timeout: idle,
+            pool_max_idle_per_host: DEFAULT_POOL_MAX_IDLE_PER_HOST,
+            pool_idle_timeout: Some(DEFAULT_POOL_IDLE_TIMEOUT),
         }
+    }
+
+    /// With at most `max` idle connections kept per host.
+    pub fn with_pool_max_idle_per_host(mut self, max: usize) -> Self {
+        self.pool_max_idle_per_host = max;
+        self
+    }
+
+    /// With idle connections closed after `timeout` (`None`: kept until
+    /// the server closes them).
+    pub fn with_pool_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.pool_idle_timeout = timeout;
+        self
     }
 }
 
@@ -75,6 +104,8 @@ impl HttpTransport {
         ensure_tls_provider();
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
+            .pool_max_idle_per_host(config.pool_max_idle_per_host)
+            .pool_idle_timeout(config.pool_idle_timeout)
             .build()
             .map_err(|e| ProviderError::Config {
                 message: format!("cannot build the HTTP client: {e}"),
@@ -87,7 +118,7 @@ impl HttpTransport {
         &self.client
     }
 
-    /// The timeouts in use.
+    /// The timeouts and pool settings in use.
     pub fn config(&self) -> &TransportConfig {
         &self.config
     }
@@ -105,30 +136,43 @@ impl HttpTransport {
     ) -> TurnStream {
         let idle = self.config.idle_timeout;
         Box::pin(async_stream::stream! {
+            // One cancellation future and one timer for the whole answer,
+            // polled again for each chunk: creating them per chunk cost a
+            // registration with the token and the timer wheel every time.
+            // Cancellation is looked at first, so a stop ends the answer at
+            // once even while chunks keep coming.
+            let cancelled = cancel.cancelled();
+            tokio::pin!(cancelled);
+            let mut silence = Silence::new(idle);
             let response = tokio::select! {
-                _ = cancel.cancelled() => {
+                biased;
+                _ = &mut cancelled => {
                     yield Ok(TurnEvent::End { stop: StopReason::Cancelled });
                     return;
                 }
-                r = tokio::time::timeout(idle, request.send()) => r,
+                r = request.send() => Some(r),
+                () = silence.expired() => None,
             };
             let response = match response {
-                Err(_) => {
+                None => {
                     yield Err(ProviderError::transient(format!("no answer from the server within {}s", idle.as_secs())));
                     return;
                 }
-                Ok(Err(e)) => {
+                Some(Err(e)) => {
                     yield Err(send_error(&e, key.as_ref()));
                     return;
                 }
-                Ok(Ok(r)) => r,
+                Some(Ok(r)) => r,
             };
+            silence.heard();
             let status = response.status();
             if !status.is_success() {
                 let headers = response.headers().clone();
                 let body = tokio::select! {
-                    _ = cancel.cancelled() => String::new(),
-                    b = tokio::time::timeout(idle, response.text()) => b.ok().and_then(Result::ok).unwrap_or_default(),
+                    biased;
+                    _ = &mut cancelled => String::new(),
+                    b = response.text() => b.unwrap_or_default(),
+                    () = silence.expired() => String::new(),
                 };
                 yield Err(status_error(status.as_u16(), &headers, &body, key.as_ref()));
                 return;
@@ -139,27 +183,31 @@ impl HttpTransport {
             let mut events: Vec<TurnEvent> = Vec::new();
             loop {
                 let chunk = tokio::select! {
-                    _ = cancel.cancelled() => {
+                    biased;
+                    _ = &mut cancelled => {
                         yield Ok(TurnEvent::End { stop: StopReason::Cancelled });
                         return;
                     }
-                    c = tokio::time::timeout(idle, body.next()) => c,
-                };
-                let chunk = match chunk {
-                    Err(_) => {
+                    // A chunk already there is taken before the timer is
+                    // looked at: silence is only what the server kept.
+                    c = body.next() => c,
+                    () = silence.expired() => {
                         yield Err(ProviderError::transient(format!(
                             "the stream went silent for {}s; giving up on this answer", idle.as_secs()
                         )));
                         return;
                     }
-                    Ok(None) => None,
-                    Ok(Some(Err(e))) => {
+                };
+                silence.heard();
+                let chunk = match chunk {
+                    None => None,
+                    Some(Err(e)) => {
                         yield Err(ProviderError::transient(format!(
                             "the stream was cut: {}", scrub(&e.to_string(), key.as_ref())
                         )));
                         return;
                     }
-                    Ok(Some(Ok(bytes))) => Some(bytes),
+                    Some(Ok(bytes)) => Some(bytes),
                 };
                 match &chunk {
                     Some(bytes) => framer.push(bytes, &mut frames),
@@ -227,6 +275,43 @@ impl HttpTransport {
     pub async fn reachable(&self, url: &str) -> bool {
         let request = self.client.get(url).timeout(self.config.connect_timeout);
         request.send().await.is_ok()
+    }
+}
+
+/// The stall timeout of one answer: a single timer per answer, moved only
+/// when it fires before the silence is over. A chunk just notes the time,
+/// so a fast stream costs no timer work per chunk.
+struct Silence {
+    idle: Duration,
+    last: tokio::time::Instant,
+    timer: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Silence {
+    fn new(idle: Duration) -> Self {
+        let last = tokio::time::Instant::now();
+        Self {
+            idle,
+            last,
+            timer: Box::pin(tokio::time::sleep_until(last + idle)),
+        }
+    }
+
+    /// Something arrived: the silence starts again.
+    fn heard(&mut self) {
+        self.last = tokio::time::Instant::now();
+    }
+
+    /// Resolves once `idle` has passed since the last [`Silence::heard`].
+    async fn expired(&mut self) {
+        loop {
+            self.timer.as_mut().await;
+            let due = self.last + self.idle;
+            if tokio::time::Instant::now() >= due {
+                return;
+            }
+            self.timer.as_mut().reset(due);
+        }
     }
 }
 
@@ -428,6 +513,36 @@ mod tests {
                 .retry_after()
                 .is_some()
         );
+    }
+
+    #[tokio::test]
+    async fn silence_is_counted_from_the_last_chunk() {
+        let idle = Duration::from_millis(300);
+        let mut silence = Silence::new(idle);
+        // A chunk after 200 ms: the timer set for 300 ms after the start
+        // fires first and must not end the wait.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        silence.heard();
+        silence.expired().await;
+        assert!(tokio::time::Instant::now() >= silence.last + idle);
+        // Expired stays expired until something arrives.
+        silence.expired().await;
+    }
+
+    #[test]
+    fn pool_defaults_are_bounded() {
+        let config = TransportConfig::default();
+        assert_eq!(
+            config.pool_max_idle_per_host,
+            DEFAULT_POOL_MAX_IDLE_PER_HOST
+        );
+        assert_eq!(config.pool_idle_timeout, Some(DEFAULT_POOL_IDLE_TIMEOUT));
+        let config = config
+            .with_pool_max_idle_per_host(1_000)
+            .with_pool_idle_timeout(None);
+        assert_eq!(config.pool_max_idle_per_host, 1_000);
+        assert_eq!(config.pool_idle_timeout, None);
+        assert!(HttpTransport::new(config).is_ok());
     }
 
     #[test]

@@ -256,6 +256,11 @@ pub(super) async fn stream_turn(
     cancel: &CancellationToken,
     live: bool,
 ) -> Result<AssistantTurn, TurnFailure> {
+    // One stop future for the whole turn, polled again for each event:
+    // creating one per event registered and unregistered it with the token
+    // every time, a cost per delta.
+    let stopped = cancel.cancelled();
+    tokio::pin!(stopped);
     let mut attempt = 0;
     loop {
         let mut stream = model.turn(request.clone(), cancel.child_token());
@@ -263,7 +268,7 @@ pub(super) async fn stream_turn(
         let error = loop {
             let next = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return Err(TurnFailure::Stopped),
+                _ = &mut stopped => return Err(TurnFailure::Stopped),
                 next = stream.next() => next,
             };
             match next {
@@ -286,6 +291,9 @@ pub(super) async fn stream_turn(
                     }
                 }
                 Some(Ok(event)) => {
+                    // Deltas are copied for the live event only when someone
+                    // listens: the turn keeps the text itself.
+                    let live = live && shared.events.subscriber_count() > 0;
                     match &event {
                         TurnEvent::TextDelta { text } if live => {
                             shared.events.publish_live(Event::Delta {

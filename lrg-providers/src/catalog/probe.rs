@@ -125,10 +125,7 @@ async fn http_probe(
     provider: Provider,
 ) -> Result<Vec<CatalogModel>, String> {
     let timeout = connections.probe_timeout();
-    let transport = TransportConfig {
-        connect_timeout: timeout,
-        idle_timeout: timeout,
-    };
+    let transport = TransportConfig::new(timeout, timeout);
     let endpoint = connections
         .endpoint_with(provider, transport)
         .map_err(|e| reason(&e))?;
