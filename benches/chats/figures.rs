@@ -23,6 +23,8 @@ pub struct Figures {
     pub cpu_us: u64,
     /// Of that, per turn: framing and decoding alone (see `decoding`).
     pub decode_per_turn: Duration,
+    /// The JSON floor under that: each frame parsed into nothing.
+    pub json_floor_per_turn: Duration,
     /// lrg's peak RSS, KiB.
     pub max_rss_kib: u64,
     /// Live heap bytes per idle session.
@@ -166,6 +168,21 @@ pub fn report(n: usize, library: &Figures, http: &Figures) -> bool {
         "of which SSE framing + OpenAI decoding (one thread, measured apart)",
         "",
         &|f| format!("{:.0} µs", f.decode_per_turn.as_secs_f64() * 1e6),
+    );
+    row(
+        &mut md,
+        "the JSON floor under it: each frame only parsed, into nothing (one thread)",
+        "",
+        &|f| format!("{:.0} µs", f.json_floor_per_turn.as_secs_f64() * 1e6),
+    );
+    row(
+        &mut md,
+        "lrg CPU per model turn outside framing + decoding",
+        "",
+        &|f| {
+            let per_turn = f.cpu_us as f64 / (3 * n) as f64;
+            format!("{:.0} µs", per_turn - f.decode_per_turn.as_secs_f64() * 1e6)
+        },
     );
     row(&mut md, "lrg peak RSS", "", &|f| {
         format!("{:.1} MiB", f.max_rss_kib as f64 / 1024.0)

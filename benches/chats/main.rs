@@ -33,6 +33,12 @@
 //!   does: the session loop, the OpenAI client (request JSON, HTTP, SSE
 //!   decoding), the tool calls, the event logs, tokio; over HTTP also the
 //!   routes and the SSE encoding to the subscribers.
+//! - **Of which framing + decoding, and the JSON floor:** measured apart on
+//!   one thread (`decoding`): lrg's SSE framer and OpenAI decoder over the
+//!   three answers, and under it the bytes cut into lines with each frame's
+//!   JSON parsed into nothing. The row "outside framing + decoding" is the
+//!   CPU per turn minus the first: what the session loop, the HTTP client
+//!   and tokio add.
 //! - **Peak RSS:** `ru_maxrss` of lrg's process.
 //! - **Memory per idle session:** live heap bytes (a counting global
 //!   allocator) with the N sessions idle after the run, minus the same
@@ -104,8 +110,11 @@ fn main() {
         Figures::skipped(n)
     };
     let decode = decoding::cpu_per_turn();
-    library.decode_per_turn = decode;
-    http.decode_per_turn = decode;
+    let floor = decoding::json_floor_per_turn();
+    for run in [&mut library, &mut http] {
+        run.decode_per_turn = decode;
+        run.json_floor_per_turn = floor;
+    }
     let ok = figures::report(n, &library, &http);
     if !ok {
         std::process::exit(1);

@@ -5,8 +5,8 @@ use std::collections::HashSet;
 
 use futures::StreamExt as _;
 use lrg_providers::{
-    AssistantTurn, ChatModel, GenerationSettings, Message, ProviderError, StopReason, ToolCall,
-    TurnEvent, TurnRequest,
+    AssistantTurn, ChatModel, GenerationSettings, Message, ProviderError, ToolCall, TurnEvent,
+    TurnRequest,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -256,9 +256,10 @@ pub(super) async fn stream_turn(
     cancel: &CancellationToken,
     live: bool,
 ) -> Result<AssistantTurn, TurnFailure> {
-    // One stop future for the whole turn, polled again for each event:
-    // creating one per event registered and unregistered it with the token
-    // every time, a cost per delta.
+    // One stop future for the whole turn, polled only while the stream
+    // waits; an event that is there already costs one look at the token.
+    // (A future per event registered and unregistered itself with the
+    // token every time, a cost per delta.)
     let stopped = cancel.cancelled();
     tokio::pin!(stopped);
     let mut attempt = 0;
@@ -268,9 +269,13 @@ pub(super) async fn stream_turn(
         let error = loop {
             let next = tokio::select! {
                 biased;
-                _ = &mut stopped => return Err(TurnFailure::Stopped),
                 next = stream.next() => next,
+                _ = &mut stopped => return Err(TurnFailure::Stopped),
             };
+            // A stop drops the stream at once, even one that never waits.
+            if cancel.is_cancelled() {
+                return Err(TurnFailure::Stopped);
+            }
             match next {
                 None => return Ok(turn),
                 // Live only, and moved rather than copied: the whole call
@@ -306,11 +311,6 @@ pub(super) async fn stream_turn(
                                 kind: DeltaKind::Reasoning,
                                 text: text.clone(),
                             })
-                        }
-                        TurnEvent::End {
-                            stop: StopReason::Cancelled,
-                        } if cancel.is_cancelled() => {
-                            return Err(TurnFailure::Stopped);
                         }
                         _ => {}
                     }

@@ -177,6 +177,9 @@ pub struct OpenAiChat {
     config: Arc<OpenAiConfig>,
     transport: HttpTransport,
     url: String,
+    /// Made once: the session asks for it every turn, and the host in it
+    /// is parsed from the base URL.
+    info: ModelInfo,
 }
 
 impl OpenAiChat {
@@ -187,10 +190,19 @@ impl OpenAiChat {
         check_base_url(&config.base_url)?;
         let transport = HttpTransport::new(config.transport.clone())?;
         let url = config.endpoint("chat/completions");
+        let info = ModelInfo::new(
+            config.dialect.provider.to_string(),
+            config.model.clone(),
+            config.dialect.location,
+        )
+        .context_window(config.context_window)
+        .sends_to(sends_to(&config.base_url))
+        .vision(config.vision);
         Ok(Self {
             config: Arc::new(config),
             transport,
             url,
+            info,
         })
     }
 
@@ -227,14 +239,7 @@ impl OpenAiChat {
 
 impl ChatModel for OpenAiChat {
     fn info(&self) -> ModelInfo {
-        ModelInfo::new(
-            self.config.dialect.provider.to_string(),
-            self.config.model.clone(),
-            self.config.dialect.location,
-        )
-        .context_window(self.config.context_window)
-        .sends_to(sends_to(&self.config.base_url))
-        .vision(self.config.vision)
+        self.info.clone()
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
