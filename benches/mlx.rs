@@ -6,7 +6,10 @@
 //!   delta pays on top of the model.
 //!
 //! Needs `LRG_MLX_PYTHON` (or `python3`) with mlx-lm and llguidance; without
-//! it the bench says so and measures nothing.
+//! it the bench says so and measures nothing (`benches/run.sh` sets
+//! `LRG_MLX_PYTHON` to `~/.lrg-mlx-venv/bin/python` when that exists). The
+//! versions, the skip reason and turn 2's token counts are noted with
+//! [`lrg_benches::figure_note`], so they land in RESULTS.md.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -14,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::StreamExt;
+use lrg_benches::figure_note;
 use lrg_mlx::{MlxConfig, MlxEngine};
 use lrg_providers::local_chat::{
     EngineEvent, EngineMessage, EngineRole, EngineStop, EngineTurn, LocalEngine,
@@ -92,7 +96,7 @@ fn bench(c: &mut Criterion) {
     let python = match lrg_mlx::testing::python_with_mlx() {
         Ok(p) => p,
         Err(why) => {
-            eprintln!("SKIPPED: the MLX benches: {why}");
+            figure_note(format!("SKIPPED: the MLX benches: {why}"));
             return;
         }
     };
@@ -104,7 +108,7 @@ fn bench(c: &mut Criterion) {
             MlxConfig::new(dir.path()).with_python(&python),
         ))
         .unwrap();
-    eprintln!("{:?}", engine.info().versions);
+    figure_note(format!("sidecar: {:?}", engine.info().versions));
 
     // A note of exactly NOTE_CHARS characters: every turn writes about the
     // same number of tokens, constrained or not.
@@ -192,10 +196,10 @@ fn bench(c: &mut Criterion) {
     });
     g.finish();
     let s = engine.stats();
-    eprintln!(
+    figure_note(format!(
         "turn 2: prompt {} tokens, reused {}, evaluated {}",
         s.prompt_tokens, s.tokens_reused, s.tokens_evaluated
-    );
+    ));
     rt.block_on(engine.shutdown());
 }
 
