@@ -116,7 +116,7 @@ start_postgres() {
     return
   fi
   export LRG_BENCH_PG="host=$pg_dir port=5432 user=lrg dbname=postgres"
-  pg_line="postgres: $("$pg_bin/postgres" --version | sed 's/^postgres //'), a throwaway server on a Unix socket (fsync on)"
+  pg_line="postgres: $("$pg_bin/postgres" --version | sed 's/^postgres (PostgreSQL) /PostgreSQL /'), a throwaway server on a Unix socket (fsync on)"
 }
 
 # `peers`: the peer crates the providers bench runs side by side.

@@ -77,8 +77,9 @@ enum Source {
 /// What a goal asks of its figure.
 #[derive(Debug, Clone, PartialEq)]
 enum Bound {
-    /// At most this (a time for a criterion figure).
-    Max(Quantity),
+    /// At most this (a time for a criterion figure), and the bound as
+    /// written in the file.
+    Max(Quantity, String),
     /// Over the fastest of `vs` (same group unless they name one) at most `max`.
     Ratio { vs: Vec<String>, max: f64 },
     /// At least this many bytes or elements per second.
@@ -134,7 +135,7 @@ fn check(raw: RawGoal) -> Result<Goal, String> {
             if matches!(source, Source::Figure(_)) && q.unit != Unit::Nanoseconds {
                 return Err("a criterion figure's `max` is a time (e.g. \"10 µs\")".into());
             }
-            Bound::Max(q)
+            Bound::Max(q, raw.max.unwrap_or_default())
         }
         (None, Some(vs), Some(max), None) if !vs.is_empty() => Bound::Ratio { vs, max },
         (None, None, None, Some(n)) => Bound::MinPerSecond(n),
@@ -145,7 +146,7 @@ fn check(raw: RawGoal) -> Result<Goal, String> {
             );
         }
     };
-    if matches!(source, Source::Summary(_)) && !matches!(bound, Bound::Max(_) | Bound::None) {
+    if matches!(source, Source::Summary(_)) && !matches!(bound, Bound::Max(..) | Bound::None) {
         return Err("a summary row takes `max` only".into());
     }
     Ok(Goal {
@@ -335,7 +336,7 @@ fn judge_figures(goal: &Goal, pattern: &str, out: &BenchOutput) -> Result<Vec<Ju
         };
         let label = caps.join(" · ");
         let one = match &goal.bound {
-            Bound::Max(q) => Some(Judged {
+            Bound::Max(q, _) => Some(Judged {
                 label,
                 shown: time(f.mean_ns),
                 badness: f.mean_ns,
@@ -441,7 +442,7 @@ fn judge_summary(goal: &Goal, row: &str, out: &BenchOutput) -> Result<Vec<Judged
             continue; // "—": that variant did not run
         }
         let ok = match &goal.bound {
-            Bound::Max(max) => {
+            Bound::Max(max, _) => {
                 if values.iter().any(|v| v.unit != max.unit) {
                     return Err(format!("cannot compare \"{cell}\" with {}", max.show()));
                 }
@@ -518,7 +519,7 @@ impl Goal {
             return text.clone();
         }
         match &self.bound {
-            Bound::Max(q) => format!("≤ {}", q.show()),
+            Bound::Max(_, written) => format!("≤ {written}"),
             Bound::Ratio { vs, max } => format!("≤ {max}× {}", vs.join(" / ")),
             Bound::MinPerSecond(n) => format!("≥ {:.1} M/s", n / 1e6),
             Bound::None => "—".into(),
@@ -847,7 +848,7 @@ mod tests {
         .unwrap();
         let md = render(&goals, &run);
         assert!(md.contains("2 met, 1 NOT met, 1 not measured"), "{md}");
-        assert!(md.contains("| 18 | fit \\| 32k | `session` › `context_fit_10000_messages/32768` | ≤ 1.00 ms | 1.70 ms | **NOT met**: measures every message again; see kept_estimates |"), "{md}");
+        assert!(md.contains("| 18 | fit \\| 32k | `session` › `context_fit_10000_messages/32768` | ≤ 1 ms | 1.70 ms | **NOT met**: measures every message again; see kept_estimates |"), "{md}");
         assert!(md.contains("| 400.00 µs | measured (no bound) |"), "{md}");
         assert!(md.contains("| ≥ 16.0 M/s | 20.00 M/s | met |"), "{md}");
         assert!(
