@@ -144,3 +144,45 @@ fn bench_section(md: &mut String, name: &str, out: &BenchOutput, dir: &Path) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A bench's section carries its summary table, its noted figures and its
+    /// criterion figures with their ratio to the group's baseline.
+    #[test]
+    fn a_bench_section_copies_summary_notes_and_figures() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let bench = dir.path().join("store");
+        for (function, mean) in [("baseline_copy", 10.0), ("resume", 25.0)] {
+            let new = bench.join("g").join(function).join("new");
+            std::fs::create_dir_all(&new).unwrap();
+            let meta = serde_json::json!({"group_id": "g", "function_id": function});
+            std::fs::write(new.join("benchmark.json"), meta.to_string()).unwrap();
+            let est = serde_json::json!({"mean": {"point_estimate": mean * 1e6}});
+            std::fs::write(new.join("estimates.json"), est.to_string()).unwrap();
+        }
+        std::fs::write(bench.join(SUMMARY), "| a | b |\n| --- | --- |\n| x | 1 |\n").unwrap();
+        std::fs::write(bench.join(NOTES), "- jsonl: append p50 4 ms, p99 12 ms\n").unwrap();
+        let skipped = dir.path().join("mlx");
+        std::fs::create_dir_all(&skipped).unwrap();
+
+        let run = read_run(dir.path());
+        let mut md = String::new();
+        for name in run.keys() {
+            bench_section(&mut md, name, &run[name], &dir.path().join(name));
+        }
+        let expected = "\n## mlx\n\n\
+            No figures (the bench failed or was skipped; see the run's log).\n\
+            \n## store\n\n\
+            | a | b |\n| --- | --- |\n| x | 1 |\n\n\
+            Noted by the bench:\n\n- jsonl: append p50 4 ms, p99 12 ms\n\n\
+            | group | figure | mean | throughput | vs baseline |\n| --- | --- | ---: | ---: | ---: |\n\
+            | g | baseline_copy | 10.00 ms |  | baseline |\n\
+            | g | resume | 25.00 ms |  | 2.50× baseline_copy |\n";
+        assert_eq!(md, expected);
+    }
+}
