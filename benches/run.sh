@@ -90,7 +90,7 @@ start_postgres() {
     pg_line="postgres: the server LRG_BENCH_PG names"
     return
   fi
-  pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+  pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
   if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ]; then
     pg_line="postgres figures skipped: no initdb (Debian: apt-get install postgresql)"
     return
