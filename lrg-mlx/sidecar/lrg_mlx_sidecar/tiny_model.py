@@ -127,7 +127,8 @@ def write_tiny_model(
     `"`, which amounts to a logit bias.
 
     `tool_habit` adds the circuits of `craft_tool_habit` (call first, reply
-    after a result) and the tokenizer's tool-result token."""
+    after a result) and the tokenizer's tool-result token; its output head
+    replaces the one `quote_bias` would write."""
     out.mkdir(parents=True, exist_ok=True)
     tok = build_tokenizer(vocab_size, result_marker=tool_habit)
     tok.save(str(out / "tokenizer.json"))
@@ -269,28 +270,31 @@ def craft_tool_habit(t: dict, tok, heads: int, kv_heads: int, layers: int) -> No
     kv = h // (heads // kv_heads)
     slow = head_dim // 2 - 1
     p = "model.layers.0.self_attn."
-    q, k, v, o = (t[p + n + ".weight"] for n in ("q_proj", "k_proj", "v_proj", "o_proj"))
-    q[h * head_dim:(h + 1) * head_dim, :] = 0.0
-    k[kv * head_dim:(kv + 1) * head_dim, :] = 0.0
-    v[kv * head_dim:(kv + 1) * head_dim, :] = 0.0
-    o[:, h * head_dim:(h + 1) * head_dim] = 0.0
-    q[h * head_dim + slow, CONST] = 3.0
-    k[kv * head_dim + slow, MARKER] = 3.0
-    v[kv * head_dim, MARKER] = 1.0
-    o[SEEN, h * head_dim] = 0.5
+    wq, wk, wv, wo = (t[p + n + ".weight"] for n in ("q_proj", "k_proj", "v_proj", "o_proj"))
+    wq[h * head_dim:(h + 1) * head_dim, :] = 0.0
+    wk[kv * head_dim:(kv + 1) * head_dim, :] = 0.0
+    wv[kv * head_dim:(kv + 1) * head_dim, :] = 0.0
+    wo[:, h * head_dim:(h + 1) * head_dim] = 0.0
+    wq[h * head_dim + slow, CONST] = 3.0
+    wk[kv * head_dim + slow, MARKER] = 3.0
+    wv[kv * head_dim, MARKER] = 1.0
+    wo[SEEN, h * head_dim] = 0.5
 
     # The output head. SEEN is about 2.8 after a result (the normed MARKER,
-    # about 5.6, times 0.5); CONST is 1.5.
+    # about 5.6, times 0.5); CONST is 1.5. Estimates with wide margins: the
+    # tests check the outcome, on several seeds when this changes.
     seen = 2.8
     call, reply = token("call"), token("reply")
     head[call, CONST] = CHOOSE / const
     head[call, SEEN] = -2 * CHOOSE / seen
     head[reply, CONST] = -CHOOSE / const
     head[reply, SEEN] = 2 * CHOOSE / seen
-    head[chain[0], AFTER_QUOTE] = CHAIN / 3.0
-    for k_, i in enumerate(chain[1:]):
-        head[i, AFTER_TEXT + k_] = CHAIN / 3.0
-    head[token('"'), AFTER_TEXT + len(chain) - 1] = CHAIN / 3.0
+    # Each link: "the token just read" (an embedding value of 3) -> the next.
+    follows = [(AFTER_QUOTE, chain[0])]
+    follows += [(AFTER_TEXT + k, nxt) for k, nxt in enumerate(chain[1:])]
+    follows.append((AFTER_TEXT + len(chain) - 1, token('"')))
+    for dim, nxt in follows:
+        head[nxt, dim] = CHAIN / 3.0
     head[token('":"'), CONST] = PREFER / const
     head[token("list"), CONST] = PREFER / const
 
