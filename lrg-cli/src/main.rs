@@ -12,6 +12,7 @@ mod exit;
 mod input;
 mod local;
 mod models;
+mod out;
 mod printer;
 mod providers;
 mod resolve;
@@ -58,13 +59,7 @@ fn main() -> ExitCode {
     });
     // Child MCP servers and blocking stdin readers must not keep us alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    match result {
-        Ok(exit) => exit.into(),
-        Err(err) => {
-            eprintln!("lrg: {err}");
-            err.exit.into()
-        }
-    }
+    out::exit_code(result)
 }
 
 /// Logs go to stderr, off unless `RUST_LOG` asks for them, so they never mix
