@@ -2,6 +2,11 @@
 //! crates: every decision about models, tools, permissions and events is
 //! theirs; this binary parses flags, wires the pieces and prints.
 
+// First, so that its `eprintln!` and `eprint!` replace std's in every module
+// below (they drop a message stderr cannot take instead of panicking).
+#[macro_use]
+mod out;
+
 mod acp;
 mod approve;
 mod chat;
@@ -12,7 +17,6 @@ mod exit;
 mod input;
 mod local;
 mod models;
-mod out;
 mod printer;
 mod providers;
 mod resolve;

@@ -20,12 +20,39 @@
 //! Any other write error (a full disk behind `> file`, `/dev/full`) is a
 //! real failure: one line on stderr names it, and the exit status is 1.
 
-use std::fmt::Display;
+use std::fmt::{self, Display};
 use std::io::{self, Write as _};
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
 use crate::exit::{CliError, Exit};
+
+/// std's `eprintln!`, less its panic when stderr cannot be written (its
+/// reader went away: `2> >(head -1)`, a supervisor that stopped reading).
+/// Such a panic in the event printer's task killed the printer, and with it
+/// the reply on stdout. A message stderr cannot take is dropped; the work
+/// and its stdout go on. It replaces std's in every module (`#[macro_use]`
+/// on this module, declared first).
+macro_rules! eprintln {
+    () => {
+        $crate::out::to_stderr(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::out::to_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// std's `eprint!`, with [`eprintln!`]'s difference.
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        $crate::out::to_stderr(format_args!($($arg)*))
+    };
+}
+
+/// Write to stderr, dropping what it cannot take (see [`eprintln!`]).
+pub fn to_stderr(args: fmt::Arguments<'_>) {
+    let _ = io::stderr().lock().write_fmt(args);
+}
 
 /// Why stdout stopped taking output.
 #[derive(Debug)]

@@ -2,7 +2,8 @@
 //! head -1`), or onto a full disk (`/dev/full`), as a process: no panic, the
 //! work stops and ends as it normally ends (tool servers stopped, a kept
 //! chat saved), exit 0 when the reader went away, and one line on stderr
-//! with exit 1 when a write failed otherwise.
+//! with exit 1 when a write failed otherwise. And a stderr nobody reads
+//! costs nothing but the messages.
 //!
 //! Tool servers left behind are found by a marker in their environment
 //! (`lrg` passes its own to the servers it starts), read from `/proc`.
@@ -12,7 +13,7 @@
 mod common;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Env, TIMEOUT, ran, repo_root};
@@ -94,17 +95,7 @@ fn run_with_input(mut cmd: Command, stdout: Stdout, input: &str) -> Ended {
         text
     });
 
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("lrg did not end within {TIMEOUT:?} ({stdout:?})");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait(&mut child);
     assert_no_server_left(&mark);
     let ended = Ended {
         code: status.code(),
@@ -116,6 +107,21 @@ fn run_with_input(mut cmd: Command, stdout: Stdout, input: &str) -> Ended {
         "{ended:?}"
     );
     ended
+}
+
+/// Wait for `child` to end, killing it past [`TIMEOUT`].
+fn wait(child: &mut Child) -> ExitStatus {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("lrg did not end within {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Live processes (not zombies) whose environment holds this marker: the
@@ -397,4 +403,40 @@ fn a_suite_whose_output_is_unread_starts_no_more_cases_and_writes_no_report() {
     let whole = ran(env.lrg().args(["test", "--junit", "j.xml", "a.test.toml"]));
     assert_eq!(whole.code, 0, "{whole:?}");
     assert!(env.read("j.xml").contains("case 4"), "{whole:?}");
+}
+
+#[test]
+fn a_run_whose_stderr_has_no_reader_still_prints_its_reply() {
+    // Tool activity goes to stderr; that nobody reads it must not cost the
+    // reply on stdout (a panic in the printer's task once did).
+    let env = Env::new();
+    let mut cmd = env.lrg_std();
+    cmd.current_dir(repo_root())
+        .args([
+            "run",
+            "--model",
+            "replay:examples/recordings/hello.json",
+            "--mcp",
+            DEMO,
+            "What notes do I have?",
+        ])
+        .env(MARK, "stderr")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    let (read, write) = std::io::pipe().unwrap();
+    drop(read);
+    cmd.stderr(write);
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd);
+    let mut stdout = child.stdout.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let status = wait(&mut child);
+    assert_no_server_left("stderr");
+    let stdout = stdout.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("You have three notes:"), "{stdout}");
 }
