@@ -440,3 +440,25 @@ fn a_run_whose_stderr_has_no_reader_still_prints_its_reply() {
     assert_eq!(status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("You have three notes:"), "{stdout}");
 }
+
+#[test]
+fn a_recorded_run_into_a_closed_pipe_still_finishes_its_recording() {
+    let env = Env::new();
+    env.file("s.json", r#"[{"text":"Hello there."}]"#);
+    let mut cmd = env.lrg_std();
+    cmd.args([
+        "run",
+        "--model",
+        "script:s.json",
+        "--record",
+        "rec.json",
+        "hi",
+    ]);
+    let ended = run(cmd, Stdout::ClosedPipe);
+    assert_eq!(ended.code, Some(0), "{ended:?}");
+    let recording: serde_json::Value = serde_json::from_str(&env.read("rec.json")).unwrap();
+    assert_eq!(recording["format"], "lrg-recording", "{recording}");
+    // Written whole: whether the stop came before the model's answer
+    // ended is a race, so not how many exchanges it holds.
+    assert!(recording["exchanges"].is_array(), "{recording}");
+}
