@@ -1,13 +1,13 @@
 //! Stdout, owned in one place: every command prints its output here, and
-//! here alone a failed write is noticed.
+//! here alone a failed write is noticed. Stderr's macros live here too.
 //!
 //! Rust ignores SIGPIPE, so a write to a pipe whose reader went away
 //! (`lrg tools --json | head -1`) returns `EPIPE`, and `println!` panics on
 //! it. Restoring SIGPIPE's default would kill lrg on that write instead:
-//! quiet, but with no cleanup at all. The MCP servers would lose only their
-//! stdin (they run in process groups of their own and are killed on drop,
-//! and a killed process drops nothing), a session would not be saved and a
-//! recording not finished. So a failed write is recorded instead: from then
+//! quiet, but with no cleanup at all. The MCP servers would be left to
+//! notice their stdin closing (they run in process groups of their own, so
+//! the signal misses them, and their kill-on-drop never runs in a killed
+//! process), a session would not be saved and a recording not finished. So a failed write is recorded instead: from then
 //! on nothing more is written, the commands stop their work the way they
 //! end normally (a run stops its turn as Ctrl-C does, a chat ends, `lrg
 //! serve` shuts down), and [`exit_code`] turns the record into the exit
@@ -42,14 +42,14 @@ macro_rules! eprintln {
     };
 }
 
-/// std's `eprint!`, with [`eprintln!`]'s difference.
+/// std's `eprint!`, with the difference of `eprintln!` above.
 macro_rules! eprint {
     ($($arg:tt)*) => {
         $crate::out::to_stderr(format_args!($($arg)*))
     };
 }
 
-/// Write to stderr, dropping what it cannot take (see [`eprintln!`]).
+/// Write to stderr, dropping what it cannot take (see `eprintln!` above).
 pub fn to_stderr(args: fmt::Arguments<'_>) {
     let _ = io::stderr().lock().write_fmt(args);
 }
