@@ -9,6 +9,7 @@ use lrg_chat::permissions::{Mode, PermissionSettings};
 use lrg_chat::tools::ToolHost;
 use lrg_chat::{ChatSession, FixedModel, Permissions, TurnOutcome};
 use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig};
+use lrg_providers::transport::TransportConfig;
 use lrg_providers::{ApiKey, ChatModel, ToolAnnotations};
 
 use crate::check::{Trouble, history_problem};
@@ -27,10 +28,20 @@ pub struct LookupArgs {
     query: String,
 }
 
-/// The model every chat talks to: one client, as an app would share it.
+/// The model every chat talks to: one client, as an app would share it,
+/// with the transport's default pool unless `LRG_BENCH_POOL_IDLE` says how
+/// many idle connections to keep (e.g. N, so that no turn reconnects).
 pub fn model(base: &str) -> Arc<dyn ChatModel> {
-    let config =
-        OpenAiConfig::new(Dialect::OPENAI, base, "gpt-4.1").with_api_key(ApiKey::new("sk-bench"));
+    let mut transport = TransportConfig::default();
+    if let Ok(v) = std::env::var("LRG_BENCH_POOL_IDLE") {
+        let idle = v
+            .parse()
+            .unwrap_or_else(|_| panic!("LRG_BENCH_POOL_IDLE={v:?}: want a number"));
+        transport = transport.with_pool_max_idle_per_host(idle);
+    }
+    let config = OpenAiConfig::new(Dialect::OPENAI, base, "gpt-4.1")
+        .with_api_key(ApiKey::new("sk-bench"))
+        .with_transport(transport);
     Arc::new(OpenAiChat::new(config).expect("OpenAiChat"))
 }
 
