@@ -817,8 +817,12 @@ fn tool_call_decoders(c: &mut Criterion) {
         group.bench_function("lrg_openai_sse", |b| {
             b.iter(|| decode_tool_call(black_box(&stream), false))
         });
-        group.bench_function("async_openai_stream_response", |b| {
+        group.bench_function("async_openai", |b| {
             b.iter(|| decode_tool_call_async_openai(black_box(&stream)))
+        });
+        // Issue 18's second row: decoding up to the call's first sign.
+        group.bench_function("lrg_first_tool_call_delta", |b| {
+            b.iter(|| decode_tool_call(black_box(&stream), true))
         });
         group.finish();
     }
