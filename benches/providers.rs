@@ -6,6 +6,12 @@
 //! The Responses API decoder runs beside async-openai's Responses event
 //! types and a floor on one Responses stream (`decode_responses_100k_deltas`).
 //!
+//! One tool call whose arguments stream in 100k fragments, written one HTTP
+//! chunk per SSE event and in 16 KiB chunks: decoded alone
+//! (`decode_tool_call_100k_fragments_*`) and end to end beside async-openai
+//! and genai (`openai_tool_call_stream_*`), and the time to the first sign of
+//! the call beside the whole stream (`openai_tool_call_first_sign_*`).
+//!
 //! Run: `cargo bench -p lrg-benches --bench providers`. The numbers to read
 //! are the ratios between the lines of one group, not the absolute times.
 #![allow(missing_docs)]
@@ -24,7 +30,7 @@ use lrg_providers::ollama::OllamaDecoder;
 use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig, OpenAiDecoder};
 use lrg_providers::responses::ResponsesDecoder;
 use lrg_providers::wire::{Decoder, Frame, NdjsonFramer, SseFramer};
-use lrg_providers::{ApiKey, ChatModel, Message, TurnEvent, TurnRequest};
+use lrg_providers::{ApiKey, ChatModel, Message, ToolSpec, TurnEvent, TurnRequest};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
@@ -566,5 +572,478 @@ fn end_to_end(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decoders, responses_decoders, end_to_end);
+// ---- one tool call streamed in 100k argument fragments (issue 18) ----
+
+/// The tool the streamed call is to.
+const TOOL: &str = "write_file";
+
+/// A Chat Completions answer that is one call to [`TOOL`] whose arguments
+/// (a long file's content) come in [`DELTAS`] fragments, one event each.
+fn tool_call_events() -> Vec<String> {
+    let mut events = Vec::with_capacity(DELTAS + 4);
+    events.push(openai_chunk(
+        &serde_json::json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+            {"index": 0, "id": "call_Qx8b1Yt0aZ5fXg3E7h2kLmNo", "type": "function",
+             "function": {"name": TOOL, "arguments": ""}}]}),
+        None,
+    ));
+    for i in 0..DELTAS {
+        // The word as JSON string content, without its quotes.
+        let escaped = serde_json::to_string(word(i)).unwrap();
+        let mut fragment = escaped[1..escaped.len() - 1].to_string();
+        if i == 0 {
+            fragment.insert_str(0, r#"{"path": "story.md", "content": ""#);
+        }
+        if i == DELTAS - 1 {
+            fragment.push_str(r#""}"#);
+        }
+        events.push(openai_chunk(
+            &serde_json::json!({"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]}),
+            None,
+        ));
+    }
+    events.push(openai_chunk(&serde_json::json!({}), Some("tool_calls")));
+    events.push(openai_usage_chunk(19, DELTAS));
+    events.push("data: [DONE]\n\n".to_string());
+    events
+}
+
+/// How the server writes the stream: one HTTP chunk per SSE event, or 16 KiB
+/// writes.
+#[derive(Clone, Copy)]
+enum Writes {
+    PerEvent,
+    Chunks16K,
+}
+
+impl Writes {
+    const ALL: [Writes; 2] = [Writes::PerEvent, Writes::Chunks16K];
+
+    fn name(self) -> &'static str {
+        match self {
+            Writes::PerEvent => "one_chunk_per_event",
+            Writes::Chunks16K => "16KiB_chunks",
+        }
+    }
+
+    fn split(self, events: &[String]) -> Vec<Bytes> {
+        match self {
+            Writes::PerEvent => events.iter().map(|e| Bytes::from(e.clone())).collect(),
+            Writes::Chunks16K => events
+                .concat()
+                .into_bytes()
+                .chunks(16 * 1024)
+                .map(Bytes::copy_from_slice)
+                .collect(),
+        }
+    }
+}
+
+/// The arguments a contender joined, read once at the end, as every
+/// contender must; checks they are the whole call.
+fn check_arguments(arguments: &str) {
+    let value: serde_json::Value = serde_json::from_str(arguments).unwrap();
+    assert_eq!(value["path"], "story.md");
+    black_box(value);
+}
+
+#[derive(Deserialize)]
+struct FloorToolChunk {
+    #[serde(default)]
+    choices: Vec<FloorToolChoice>,
+}
+
+#[derive(Deserialize)]
+struct FloorToolChoice {
+    #[serde(default)]
+    delta: FloorToolDelta,
+}
+
+#[derive(Deserialize, Default)]
+struct FloorToolDelta {
+    #[serde(default)]
+    tool_calls: Vec<FloorCallDelta>,
+}
+
+#[derive(Deserialize)]
+struct FloorCallDelta {
+    #[serde(default)]
+    function: Option<FloorFunction>,
+}
+
+#[derive(Deserialize)]
+struct FloorFunction {
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+/// The floor for a streamed call: split SSE lines, parse each `data:` line
+/// into the smallest struct that yields an argument fragment, join them.
+#[derive(Default)]
+struct ToolFloor {
+    buf: Vec<u8>,
+    arguments: String,
+    fragments: usize,
+}
+
+impl ToolFloor {
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        let mut start = 0;
+        while let Some(nl) = self.buf[start..].iter().position(|&b| b == b'\n') {
+            let line = &self.buf[start..start + nl];
+            if let Some(data) = line.strip_prefix(b"data: ")
+                && data != b"[DONE]"
+            {
+                let chunk: FloorToolChunk = serde_json::from_slice(data).unwrap();
+                for call in chunk.choices.into_iter().flat_map(|c| c.delta.tool_calls) {
+                    if let Some(fragment) = call.function.and_then(|f| f.arguments)
+                        && !fragment.is_empty()
+                    {
+                        self.arguments.push_str(&fragment);
+                        black_box(fragment);
+                        self.fragments += 1;
+                    }
+                }
+            }
+            start += nl + 1;
+        }
+        self.buf.drain(..start);
+    }
+
+    fn finish(self) -> usize {
+        check_arguments(&self.arguments);
+        self.fragments
+    }
+}
+
+/// lrg's decoder on the stream; with `first_sign`, only until its first
+/// sign of the call. The fragments it streamed.
+fn decode_tool_call(chunks: &[Bytes], first_sign: bool) -> usize {
+    let mut framer = SseFramer::default();
+    let mut decoder = OpenAiDecoder::new(Dialect::OPENAI.reasoning_fields, &[]);
+    let (mut frames, mut events, mut fragments) = (Vec::<Frame>::new(), Vec::new(), 0);
+    let mut whole = None;
+    for chunk in chunks {
+        framer.push(chunk, &mut frames);
+        for frame in frames.drain(..) {
+            decoder.decode(&frame, &mut events).unwrap();
+        }
+        for event in events.drain(..) {
+            match event {
+                TurnEvent::ToolCallDelta {
+                    arguments_fragment, ..
+                } => {
+                    if first_sign {
+                        return 1;
+                    }
+                    if !arguments_fragment.is_empty() {
+                        fragments += 1;
+                    }
+                    black_box(arguments_fragment);
+                }
+                TurnEvent::ToolCall(call) => whole = Some(call),
+                other => {
+                    black_box(other);
+                }
+            }
+        }
+    }
+    framer.finish(&mut frames);
+    decoder.finish(&mut events).unwrap();
+    let call = whole.expect("lrg: no whole call");
+    assert_eq!(call.arguments["path"], "story.md");
+    fragments
+}
+
+/// async-openai's stream chunk type on the same frames (lrg's SSE framer for
+/// both, so only the decoding differs), joining the fragments as its users must.
+fn decode_tool_call_async_openai(chunks: &[Bytes]) -> usize {
+    use async_openai::types::chat::CreateChatCompletionStreamResponse;
+    let mut framer = SseFramer::default();
+    let (mut frames, mut fragments, mut arguments) = (Vec::<Frame>::new(), 0, String::new());
+    for chunk in chunks {
+        framer.push(chunk, &mut frames);
+        for frame in frames.drain(..) {
+            if frame.data == "[DONE]" {
+                continue;
+            }
+            let chunk: CreateChatCompletionStreamResponse =
+                serde_json::from_str(&frame.data).unwrap();
+            for choice in chunk.choices {
+                for call in choice.delta.tool_calls.into_iter().flatten() {
+                    if let Some(fragment) = call.function.and_then(|f| f.arguments)
+                        && !fragment.is_empty()
+                    {
+                        arguments.push_str(&fragment);
+                        black_box(fragment);
+                        fragments += 1;
+                    }
+                }
+            }
+        }
+    }
+    check_arguments(&arguments);
+    fragments
+}
+
+fn tool_call_decoders(c: &mut Criterion) {
+    let events = tool_call_events();
+    for writes in Writes::ALL {
+        let stream = writes.split(&events);
+        assert_eq!(decode_tool_call(&stream, false), DELTAS, "lrg");
+        assert_eq!(
+            decode_tool_call_async_openai(&stream),
+            DELTAS,
+            "async-openai"
+        );
+        let floor = |stream: &[Bytes]| {
+            let mut floor = ToolFloor::default();
+            for chunk in stream {
+                floor.push(chunk);
+            }
+            floor.finish()
+        };
+        assert_eq!(floor(&stream), DELTAS, "floor");
+        let mut group =
+            c.benchmark_group(format!("decode_tool_call_100k_fragments_{}", writes.name()));
+        group
+            .sample_size(20)
+            .measurement_time(Duration::from_secs(8))
+            .throughput(Throughput::Elements(DELTAS as u64));
+        group.bench_function("floor_sse_split_from_slice", |b| {
+            b.iter(|| floor(black_box(&stream)))
+        });
+        group.bench_function("lrg_openai_sse", |b| {
+            b.iter(|| decode_tool_call(black_box(&stream), false))
+        });
+        group.bench_function("async_openai", |b| {
+            b.iter(|| decode_tool_call_async_openai(black_box(&stream)))
+        });
+        // Issue 18's second row: decoding up to the call's first sign.
+        group.bench_function("lrg_first_tool_call_delta", |b| {
+            b.iter(|| decode_tool_call(black_box(&stream), true))
+        });
+        group.finish();
+    }
+}
+
+fn tool_request() -> TurnRequest {
+    let tool = ToolSpec {
+        name: TOOL.into(),
+        description: "Write a file".into(),
+        input_schema: serde_json::json!({"type": "object", "properties": {
+            "path": {"type": "string"}, "content": {"type": "string"}}}),
+        annotations: Default::default(),
+    };
+    TurnRequest::new(vec![Message::user("Write a long story to story.md.")]).tools(vec![tool])
+}
+
+/// lrg end to end; with `first_sign`, only until the first
+/// [`TurnEvent::ToolCallDelta`] (the rest of the stream is dropped).
+async fn via_lrg_tool(model: &OpenAiChat, first_sign: bool) -> usize {
+    let mut stream = model.turn(tool_request(), CancellationToken::new());
+    let (mut fragments, mut whole) = (0, false);
+    while let Some(event) = stream.next().await {
+        match event.unwrap() {
+            TurnEvent::ToolCallDelta {
+                arguments_fragment, ..
+            } => {
+                if first_sign {
+                    return 1;
+                }
+                if !arguments_fragment.is_empty() {
+                    fragments += 1;
+                }
+                black_box(arguments_fragment);
+            }
+            TurnEvent::ToolCall(call) => {
+                assert_eq!(call.arguments["path"], "story.md");
+                whole = true;
+            }
+            other => {
+                black_box(other);
+            }
+        }
+    }
+    assert!(whole, "lrg: no whole call");
+    fragments
+}
+
+async fn via_floor_tool(client: &reqwest::Client, url: &str) -> usize {
+    let body = serde_json::json!({"model": "gpt-4.1", "stream": true, "messages": [{"role": "user", "content": "Write a long story to story.md."}]});
+    let response = client
+        .post(url)
+        .bearer_auth("sk-bench")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let mut bytes = response.bytes_stream();
+    let mut floor = ToolFloor::default();
+    while let Some(chunk) = bytes.next().await {
+        floor.push(&chunk.unwrap());
+    }
+    floor.finish()
+}
+
+async fn via_async_openai_tool(
+    client: &async_openai::Client<async_openai::config::OpenAIConfig>,
+    first_sign: bool,
+) -> usize {
+    use async_openai::types::chat::{
+        ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequestArgs,
+    };
+    let request = CreateChatCompletionRequestArgs::default()
+        .model("gpt-4.1")
+        .messages([ChatCompletionRequestUserMessageArgs::default()
+            .content("Write a long story to story.md.")
+            .build()
+            .unwrap()
+            .into()])
+        .build()
+        .unwrap();
+    let mut stream = client.chat().create_stream(request).await.unwrap();
+    let (mut fragments, mut arguments) = (0, String::new());
+    while let Some(chunk) = stream.next().await {
+        for choice in chunk.unwrap().choices {
+            for call in choice.delta.tool_calls.into_iter().flatten() {
+                if first_sign {
+                    return 1;
+                }
+                if let Some(fragment) = call.function.and_then(|f| f.arguments)
+                    && !fragment.is_empty()
+                {
+                    arguments.push_str(&fragment);
+                    black_box(fragment);
+                    fragments += 1;
+                }
+            }
+        }
+    }
+    check_arguments(&arguments);
+    fragments
+}
+
+/// genai without `capture_tool_calls`: each `ToolCallChunk` holds one
+/// fragment, joined here (genai's own capture joins with `format!` per
+/// fragment, quadratic in the call's length).
+async fn via_genai_tool(client: &genai::Client, first_sign: bool) -> usize {
+    use genai::chat::{ChatMessage, ChatRequest, ChatStreamEvent};
+    let request = ChatRequest::new(vec![ChatMessage::user("Write a long story to story.md.")]);
+    let response = client
+        .exec_chat_stream("gpt-4.1", request, None)
+        .await
+        .unwrap();
+    let mut stream = response.stream;
+    let (mut fragments, mut arguments) = (0, String::new());
+    while let Some(event) = stream.next().await {
+        if let ChatStreamEvent::ToolCallChunk(chunk) = event.unwrap() {
+            if first_sign {
+                return 1;
+            }
+            if let Some(fragment) = chunk.tool_call.fn_arguments.as_str()
+                && !fragment.is_empty()
+            {
+                arguments.push_str(fragment);
+                fragments += 1;
+            }
+            black_box(chunk);
+        }
+    }
+    check_arguments(&arguments);
+    fragments
+}
+
+/// End to end over HTTP, at each way of writing the stream: the whole call,
+/// then (issue 18's second row) the time to its first sign beside the whole
+/// stream, the baseline of that group.
+fn tool_call_end_to_end(c: &mut Criterion) {
+    let events = tool_call_events();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for writes in Writes::ALL {
+        let addr = fake_server(writes.split(&events));
+        let base = format!("http://{addr}/v1");
+        let lrg = OpenAiChat::new(
+            OpenAiConfig::new(Dialect::OPENAI, &base, "gpt-4.1")
+                .with_api_key(ApiKey::new("sk-bench")),
+        )
+        .unwrap();
+        let floor_client = reqwest::Client::new();
+        let floor_url = format!("{base}/chat/completions");
+        let async_openai = async_openai::Client::with_config(
+            async_openai::config::OpenAIConfig::new()
+                .with_api_base(&base)
+                .with_api_key("sk-bench"),
+        );
+        let genai = genai_client(&base);
+        rt.block_on(async {
+            assert_eq!(via_lrg_tool(&lrg, false).await, DELTAS, "lrg");
+            assert_eq!(
+                via_floor_tool(&floor_client, &floor_url).await,
+                DELTAS,
+                "floor"
+            );
+            assert_eq!(
+                via_async_openai_tool(&async_openai, false).await,
+                DELTAS,
+                "async-openai"
+            );
+            assert_eq!(via_genai_tool(&genai, false).await, DELTAS, "genai");
+        });
+
+        let mut group = c.benchmark_group(format!("openai_tool_call_stream_{}", writes.name()));
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(10))
+            .throughput(Throughput::Elements(DELTAS as u64));
+        group.bench_function("floor_reqwest_split_from_slice", |b| {
+            b.to_async(&rt)
+                .iter(|| via_floor_tool(&floor_client, &floor_url))
+        });
+        group.bench_function("lrg_OpenAiChat", |b| {
+            b.to_async(&rt).iter(|| via_lrg_tool(&lrg, false))
+        });
+        group.bench_function("async_openai", |b| {
+            b.to_async(&rt)
+                .iter(|| via_async_openai_tool(&async_openai, false))
+        });
+        group.bench_function("genai", |b| {
+            b.to_async(&rt).iter(|| via_genai_tool(&genai, false))
+        });
+        group.finish();
+
+        // No throughput here: the ratio to read is first sign / whole stream.
+        let mut group = c.benchmark_group(format!("openai_tool_call_first_sign_{}", writes.name()));
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(5));
+        group.bench_function("baseline_lrg_whole_stream", |b| {
+            b.to_async(&rt).iter(|| via_lrg_tool(&lrg, false))
+        });
+        group.bench_function("lrg_first_tool_call_delta", |b| {
+            b.to_async(&rt).iter(|| via_lrg_tool(&lrg, true))
+        });
+        group.bench_function("async_openai_first_tool_call_chunk", |b| {
+            b.to_async(&rt)
+                .iter(|| via_async_openai_tool(&async_openai, true))
+        });
+        group.bench_function("genai_first_tool_call_chunk", |b| {
+            b.to_async(&rt).iter(|| via_genai_tool(&genai, true))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(
+    benches,
+    decoders,
+    responses_decoders,
+    end_to_end,
+    tool_call_decoders,
+    tool_call_end_to_end
+);
 criterion_main!(benches);

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::RESPONSE_ID;
 use crate::openai::{CallIds, frame_error, parse_arguments, stream_error};
 use crate::text::{quote, truncate};
-use crate::wire::{Decoder, Frame};
+use crate::wire::{Decoder, Frame, borrowed_str};
 use crate::{Message, NativePart, ProviderError, StopReason, ToolCall, TurnEvent, Usage};
 
 /// Decodes one Responses API answer.
@@ -503,11 +503,11 @@ fn texts(parts: Option<&Value>) -> Vec<&str> {
 /// deltas borrow from the frame.
 #[derive(Deserialize)]
 struct Event<'a> {
-    #[serde(rename = "type", borrow, default)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "borrowed_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
     delta: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
     item_id: Option<Cow<'a, str>>,
     #[serde(default)]
     summary_index: Option<u32>,

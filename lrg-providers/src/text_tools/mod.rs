@@ -174,6 +174,8 @@ pub struct TextToolParser {
     format: ToolFormat,
     rules: &'static [Rule],
     openers: Markers,
+    /// What ends a Harmony header (built once, not per delta).
+    header_end: Markers,
     tools: Vec<ToolSpec>,
     names: Vec<String>,
     ids: CallIds,
@@ -196,6 +198,7 @@ impl TextToolParser {
             format,
             rules,
             openers: Markers::new(rules.iter().map(|r| r.open)),
+            header_end: Markers::new([HARMONY_MESSAGE]),
             tools: tools.to_vec(),
             names: tools.iter().map(|t| t.name.clone()).collect(),
             ids: CallIds::default(),
@@ -272,13 +275,47 @@ impl TextToolParser {
             return;
         }
         self.fresh = false;
+        if self.carry.is_empty() && self.plain(delta, out) {
+            return;
+        }
         if self.carry.is_empty() {
-            self.run(delta, out);
+            if let Some(held) = self.run(delta, out) {
+                self.carry.push_str(&delta[held..]);
+            }
         } else {
-            // Only a held marker prefix (a few bytes) is copied.
+            // Only a held marker prefix (a few bytes) is copied, and into
+            // the buffer it is held in: a delta that only extends a possible
+            // marker costs no allocation.
             let mut work = std::mem::take(&mut self.carry);
             work.push_str(delta);
-            self.run(&work, out);
+            match self.run(&work, out) {
+                Some(held) => {
+                    work.drain(..held);
+                }
+                None => work.clear(),
+            }
+            self.carry = work;
+        }
+    }
+
+    /// The fast path of a delta in which no marker can start (most of an
+    /// answer, and every token-sized delta of prose): text goes out, or onto
+    /// a call body, without the scan's bookkeeping. `false`: take the scan.
+    fn plain(&mut self, delta: &str, out: &mut Vec<TurnEvent>) -> bool {
+        match &mut self.mode {
+            Mode::Text if self.openers.next_start(delta.as_bytes()).is_none() => {
+                self.text(delta, out);
+                true
+            }
+            Mode::Capture {
+                end: CaptureEnd::Marker(closers),
+                text,
+                ..
+            } if closers.next_start(delta.as_bytes()).is_none() => {
+                text.push_str(delta);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -304,9 +341,9 @@ impl TextToolParser {
         }
     }
 
-    /// Process `work` from the start; whatever might be a cut marker at its
-    /// end is held in `carry`.
-    fn run(&mut self, work: &str, out: &mut Vec<TurnEvent>) {
+    /// Process `work` from the start; where what might be a cut marker at
+    /// its end starts, to be held for the next delta.
+    fn run(&mut self, work: &str, out: &mut Vec<TurnEvent>) -> Option<usize> {
         let mut pos = 0;
         while pos < work.len() {
             let s = &work[pos..];
@@ -327,12 +364,11 @@ impl TextToolParser {
                         }
                         Hit::Partial { pos: p } => {
                             self.text(&s[..p], out);
-                            self.carry = s[p..].to_string();
-                            return;
+                            return Some(pos + p);
                         }
                         Hit::None => {
                             self.text(s, out);
-                            return;
+                            return None;
                         }
                     }
                 }
@@ -385,31 +421,26 @@ impl TextToolParser {
                             self.mode = Mode::Text;
                         }
                         Hit::Partial { pos: p } => {
-                            self.carry = s[p..].to_string();
-                            return;
+                            return Some(pos + p);
                         }
-                        Hit::None => return,
+                        Hit::None => return None,
                     }
                 }
-                Mode::Header { text, .. } => {
-                    let set = Markers::new([HARMONY_MESSAGE]);
-                    match find(s, &set, |_| true) {
-                        Hit::Full { pos: p, .. } => {
-                            text.push_str(&s[..p]);
-                            pos += p + HARMONY_MESSAGE.len();
-                            self.header_done();
-                        }
-                        Hit::Partial { pos: p } => {
-                            text.push_str(&s[..p]);
-                            self.carry = s[p..].to_string();
-                            return;
-                        }
-                        Hit::None => {
-                            text.push_str(s);
-                            return;
-                        }
+                Mode::Header { text, .. } => match find(s, &self.header_end, |_| true) {
+                    Hit::Full { pos: p, .. } => {
+                        text.push_str(&s[..p]);
+                        pos += p + HARMONY_MESSAGE.len();
+                        self.header_done();
                     }
-                }
+                    Hit::Partial { pos: p } => {
+                        text.push_str(&s[..p]);
+                        return Some(pos + p);
+                    }
+                    Hit::None => {
+                        text.push_str(s);
+                        return None;
+                    }
+                },
                 Mode::Capture { end, text, .. } => {
                     let mut given_back = String::new();
                     let done = match end {
@@ -422,12 +453,11 @@ impl TextToolParser {
                             }
                             Hit::Partial { pos: p } => {
                                 text.push_str(&s[..p]);
-                                self.carry = s[p..].to_string();
-                                return;
+                                return Some(pos + p);
                             }
                             Hit::None => {
                                 text.push_str(s);
-                                return;
+                                return None;
                             }
                         },
                         CaptureEnd::Balanced(balance) => match balance.feed(s) {
@@ -441,7 +471,7 @@ impl TextToolParser {
                             }
                             None => {
                                 text.push_str(s);
-                                return;
+                                return None;
                             }
                         },
                     };
@@ -461,6 +491,7 @@ impl TextToolParser {
                 }
             }
         }
+        None
     }
 
     fn enter(&mut self, rule: Rule) {

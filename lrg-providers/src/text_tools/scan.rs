@@ -105,27 +105,66 @@ impl Rule {
     }
 }
 
-/// A set of markers with a table of their first bytes, for a fast skip.
+/// A set of markers with their first bytes, for a fast skip.
 #[derive(Debug, Clone)]
 pub(crate) struct Markers {
     list: Vec<&'static str>,
     /// Bit set of the markers' first bytes.
     first: [u64; 4],
+    skip: Skip,
+}
+
+/// How text that holds no marker is skipped: every format's markers start
+/// with one to three distinct bytes (`<`, `[`, `{`, `` ` ``), which `memchr`
+/// finds a word at a time.
+#[derive(Debug, Clone, Copy)]
+enum Skip {
+    None,
+    One(u8),
+    Two(u8, u8),
+    Three(u8, u8, u8),
+    Table,
 }
 
 impl Markers {
     pub(crate) fn new(list: impl IntoIterator<Item = &'static str>) -> Self {
         let list: Vec<&'static str> = list.into_iter().filter(|m| !m.is_empty()).collect();
         let mut first = [0u64; 4];
+        let mut distinct: Vec<u8> = Vec::new();
         for m in &list {
             let b = m.as_bytes()[0];
             first[usize::from(b >> 6)] |= 1 << (b & 63);
+            if !distinct.contains(&b) {
+                distinct.push(b);
+            }
         }
-        Self { list, first }
+        let skip = match distinct[..] {
+            [] => Skip::None,
+            [a] => Skip::One(a),
+            [a, b] => Skip::Two(a, b),
+            [a, b, c] => Skip::Three(a, b, c),
+            _ => Skip::Table,
+        };
+        Self { list, first, skip }
     }
 
     fn starts(&self, b: u8) -> bool {
         self.first[usize::from(b >> 6)] & (1 << (b & 63)) != 0
+    }
+
+    /// Where the first byte that may start a marker is in `hay`.
+    pub(crate) fn next_start(&self, hay: &[u8]) -> Option<usize> {
+        if hay.len() < 16 {
+            // A token-sized delta: the table beats `memchr`'s setup.
+            return hay.iter().position(|&b| self.starts(b));
+        }
+        match self.skip {
+            Skip::None => None,
+            Skip::One(a) => memchr::memchr(a, hay),
+            Skip::Two(a, b) => memchr::memchr2(a, b, hay),
+            Skip::Three(a, b, c) => memchr::memchr3(a, b, c, hay),
+            Skip::Table => hay.iter().position(|&b| self.starts(b)),
+        }
     }
 
     pub(crate) fn get(&self, idx: usize) -> &'static str {
@@ -149,7 +188,7 @@ pub(crate) fn find(s: &str, set: &Markers, allow: impl Fn(usize) -> bool) -> Hit
     let bytes = s.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i..].iter().position(|&b| set.starts(b)) {
+        match set.next_start(&bytes[i..]) {
             None => return Hit::None,
             Some(k) => i += k,
         }
