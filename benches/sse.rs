@@ -6,8 +6,14 @@
 //!
 //! Each iteration publishes a batch of events and waits until every
 //! subscriber has received all of them; throughput is events delivered.
-//! Memory per subscriber (resident set growth while the streams are open) is
-//! printed once per shape.
+//!
+//! Memory per subscriber is printed once per shape, as a line
+//! `sse: memory per subscriber ...` on stdout: live heap bytes (a counting
+//! allocator) per in-memory subscription, and per HTTP event stream (client
+//! and server sides together: both live in this process) when the streams
+//! are open, and again at the end of the run, as what closing them frees
+//! (so the chats' own logs, which keep every event, are not counted): the
+//! two agree when a stream's memory does not grow with the events sent.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -17,6 +23,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt as _;
 use futures::future::BoxFuture;
+use lrg_benches::{Counting, live_bytes};
 use lrg_chat::events::{Event, EventLog};
 use lrg_chat::http::{
     ChatOpener, ChatServer, ChatSpec, HttpConfig, Limits, OpenError, OpenedChat, StaticMenu,
@@ -24,6 +31,9 @@ use lrg_chat::http::{
 use lrg_chat::{ChatSession, FixedModel};
 use lrg_providers::{ChatModel, ScriptedModel};
 use tokio::sync::Notify;
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 const BATCH: u64 = 50;
 const SUBSCRIBERS: usize = 1_000;
@@ -83,6 +93,43 @@ struct Http {
     sessions: Vec<ChatSession>,
     counter: Arc<Counter>,
     _server: ChatServer,
+    /// Live heap bytes per stream once they were all open.
+    heap_at_open: isize,
+    /// The tasks reading the streams.
+    readers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Http {
+    /// Close every stream; the heap bytes per stream that frees, or `None`
+    /// when the server still holds some after a while.
+    async fn close(&self) -> Option<isize> {
+        let open = live_bytes();
+        for reader in &self.readers {
+            reader.abort();
+        }
+        // A closed stream is noticed at its next write: publish until the
+        // server has let go of every subscription.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self
+            .sessions
+            .iter()
+            .any(|s| s.events().subscriber_count() > 0)
+        {
+            if Instant::now() > deadline {
+                return None;
+            }
+            for s in &self.sessions {
+                s.events().publish(event(0));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Some((open - live_bytes()) / self.readers.len().max(1) as isize)
+    }
+}
+
+/// Heap bytes per subscriber since `before`.
+fn heap_per(before: isize, subscribers: usize) -> isize {
+    (live_bytes() - before) / subscribers.max(1) as isize
 }
 
 /// A server with `chats` chats and `per_chat` streams on each, all read by
@@ -111,14 +158,21 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let counter = Arc::new(Counter::default());
-    let before = resident_kib();
     let mut sessions = Vec::with_capacity(chats);
+    let mut links = Vec::with_capacity(chats);
     for _ in 0..chats {
         let link = server
             .open_chat(ChatSpec::new().model("script:bench"))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         sessions.extend(server.session(&link.session));
+        links.push(link);
+    }
+    // The chats are open: from here on, what grows is the streams.
+    let before = resident_kib();
+    let heap_before = live_bytes();
+    let mut readers = Vec::with_capacity(chats * per_chat);
+    for link in &links {
         for _ in 0..per_chat {
             let response = client
                 .get(format!("{base}/v1/chat/sessions/{}/events", link.session))
@@ -128,15 +182,27 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
                 .unwrap_or_else(|e| panic!("{e}"));
             let mut body = response.bytes_stream();
             let counter = counter.clone();
-            tokio::spawn(async move {
+            readers.push(tokio::spawn(async move {
+                // The last bytes of the previous chunk: a read may split
+                // "\nid:" between two chunks.
+                let mut tail = [0u8; 3];
                 while let Some(Ok(chunk)) = body.next().await {
-                    let n = chunk.windows(4).filter(|w| w == b"\nid:").count() as u64;
+                    let mut seam = tail.to_vec();
+                    seam.extend(chunk.iter().take(3));
+                    let n = chunk.windows(4).filter(|w| w == b"\nid:").count()
+                        + seam.windows(4).filter(|w| w == b"\nid:").count();
+                    if chunk.len() >= 3 {
+                        tail.copy_from_slice(&chunk[chunk.len() - 3..]);
+                    } else {
+                        tail.rotate_left(chunk.len());
+                        tail[3 - chunk.len()..].copy_from_slice(&chunk);
+                    }
                     if n > 0 {
-                        counter.delivered.fetch_add(n, Ordering::AcqRel);
+                        counter.delivered.fetch_add(n as u64, Ordering::AcqRel);
                         counter.changed.notify_waiters();
                     }
                 }
-            });
+            }));
         }
     }
     let streams = (chats * per_chat) as u64;
@@ -148,6 +214,8 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
         sessions,
         counter,
         _server: server,
+        heap_at_open: heap_per(heap_before, chats * per_chat),
+        readers,
     }
 }
 
@@ -167,6 +235,7 @@ fn bench(c: &mut Criterion) {
         // In memory: the same log fan-out, subscribers in tasks.
         let logs: Vec<Arc<EventLog>> = (0..chats).map(|_| Arc::new(EventLog::new())).collect();
         let counter = Arc::new(Counter::default());
+        let heap_before = live_bytes();
         rt.block_on(async {
             for log in &logs {
                 for _ in 0..per_chat {
@@ -182,6 +251,7 @@ fn bench(c: &mut Criterion) {
                 }
             }
         });
+        let in_memory = heap_per(heap_before, chats * per_chat);
         group.bench_function(format!("in_memory_{name}"), |b| {
             b.to_async(&rt).iter_custom(|iters| {
                 let (logs, counter) = (logs.clone(), counter.clone());
@@ -229,6 +299,15 @@ fn bench(c: &mut Criterion) {
                 }
             })
         });
+        let delivered = http.counter.delivered.load(Ordering::Acquire) / streams;
+        let at_end = rt
+            .block_on(http.close())
+            .map_or_else(|| "? (streams did not close)".into(), |b| format!("{b} B"));
+        println!(
+            "sse: memory per subscriber {name}: in-memory {in_memory} B; http {} B at open, \
+             {at_end} after {delivered} events each (heap, client and server sides together)",
+            http.heap_at_open,
+        );
     }
     group.finish();
 }
