@@ -66,24 +66,47 @@ pub fn write_terse_tiny_model(python: &Path, dir: &Path) -> Result<(), String> {
     generate(python, dir, None, Some(2.0))
 }
 
+/// The tiny model with a tool habit: random weights plus crafted circuits
+/// (`craft_tool_habit` in the generator) that make greedy decoding call a
+/// tool first (a `list…` one when offered), then, once the conversation holds
+/// a tool result, reply. Every free string it writes is "Here it is.". So
+/// `lrg run` on it goes call, result, reply, the way a real model does.
+///
+/// # Errors
+/// The generator's own error output when it fails.
+pub fn write_tool_habit_model(python: &Path, dir: &Path) -> Result<(), String> {
+    generate_with(python, dir, &["--tool-habit"])
+}
+
 fn generate(
     python: &Path,
     dir: &Path,
     context_window: Option<u32>,
     quote_bias: Option<f32>,
 ) -> Result<(), String> {
+    let mut args = Vec::new();
+    if let Some(n) = context_window {
+        args.extend(["--context-window".to_string(), n.to_string()]);
+    }
+    if let Some(b) = quote_bias {
+        args.extend(["--quote-bias".to_string(), b.to_string()]);
+    }
+    generate_with(python, dir, &args)
+}
+
+/// Runs the generator with `args` after the output directory.
+fn generate_with(
+    python: &Path,
+    dir: &Path,
+    args: &[impl AsRef<std::ffi::OsStr>],
+) -> Result<(), String> {
     let mut cmd = Command::new(python);
     cmd.arg("-m")
         .arg("lrg_mlx_sidecar.tiny_model")
         .arg(dir)
         .env("PYTHONPATH", BUNDLED_SIDECAR_DIR)
-        .env("PYTHONDONTWRITEBYTECODE", "1");
-    if let Some(n) = context_window {
-        cmd.arg("--context-window").arg(n.to_string());
-    }
-    if let Some(b) = quote_bias {
-        cmd.arg("--quote-bias").arg(b.to_string());
-    }
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args(args);
     let out = cmd
         .output()
         .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
