@@ -14,6 +14,8 @@
 //! are open, and again at the end of the run, as what closing them frees
 //! (so the chats' own logs, which keep every event, are not counted): the
 //! two agree when a stream's memory does not grow with the events sent.
+//! Last, the server side alone: streams opened by a bare client (a socket
+//! each, no HTTP library) and held open while the heap is read.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -26,7 +28,8 @@ use futures::future::BoxFuture;
 use lrg_benches::{Counting, live_bytes};
 use lrg_chat::events::{Event, EventLog};
 use lrg_chat::http::{
-    ChatOpener, ChatServer, ChatSpec, HttpConfig, Limits, OpenError, OpenedChat, StaticMenu,
+    ChatLink, ChatOpener, ChatServer, ChatSpec, HttpConfig, Limits, OpenError, OpenedChat,
+    StaticMenu,
 };
 use lrg_chat::{ChatSession, FixedModel};
 use lrg_providers::{ChatModel, ScriptedModel};
@@ -37,6 +40,8 @@ static GLOBAL: Counting = Counting;
 
 const BATCH: u64 = 50;
 const SUBSCRIBERS: usize = 1_000;
+/// How many bare streams measure the server side's memory.
+const SERVER_SIDE_STREAMS: usize = 200;
 
 fn event(i: u64) -> Event {
     Event::Warning {
@@ -97,6 +102,8 @@ struct Http {
     heap_at_open: isize,
     /// The tasks reading the streams.
     readers: Vec<tokio::task::JoinHandle<()>>,
+    addr: std::net::SocketAddr,
+    links: Vec<ChatLink>,
 }
 
 impl Http {
@@ -125,6 +132,39 @@ impl Http {
         }
         Some((open - live_bytes()) / self.readers.len().max(1) as isize)
     }
+
+    /// Heap bytes per stream on the server side: `n` streams (spread over
+    /// the chats) opened by a bare client, whose own share is a socket each.
+    /// `None` when a stream could not be opened.
+    async fn server_side(&self, n: usize) -> Option<isize> {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let before = live_bytes();
+        let mut sockets = Vec::with_capacity(n);
+        for (link, session) in self.links.iter().zip(&self.sessions).cycle().take(n) {
+            let mut socket = tokio::net::TcpStream::connect(self.addr).await.ok()?;
+            // From the last event on: nothing to replay.
+            let request = format!(
+                "GET /v1/chat/sessions/{}/events?after={} HTTP/1.1\r\nhost: {}\r\n\
+                 authorization: Bearer {}\r\n\r\n",
+                link.session,
+                session.events().last_seq(),
+                self.addr,
+                link.chat_token
+            );
+            socket.write_all(request.as_bytes()).await.ok()?;
+            let mut head = [0u8; 1024];
+            let read = socket.read(&mut head).await.ok()?;
+            if !head[..read].starts_with(b"HTTP/1.1 200") {
+                return None;
+            }
+            sockets.push(socket);
+        }
+        let per =
+            (live_bytes() - before - (n * std::mem::size_of::<tokio::net::TcpStream>()) as isize)
+                / n.max(1) as isize;
+        drop(sockets);
+        Some(per)
+    }
 }
 
 /// Heap bytes per subscriber since `before`.
@@ -141,16 +181,17 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("bind: {e}"));
-    let base = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let base = format!("http://{addr}");
     let server = ChatServer::new(
         HttpConfig::new("bench").limits(limits),
         Arc::new(Scripted),
         Arc::new(StaticMenu::default()),
     );
-    let app = server.router();
+    // `into_make_service`: each connection shares the router (an `Arc`)
+    // rather than rebuilding its route table (axum's default for a bare
+    // `Router`, about 4 KiB a connection).
+    let app = server.router().into_make_service();
     tokio::spawn(async move { axum::serve(listener, app).await });
     lrg_providers::transport::ensure_tls_provider();
     let client = reqwest::Client::builder()
@@ -216,6 +257,8 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
         _server: server,
         heap_at_open: heap_per(heap_before, chats * per_chat),
         readers,
+        addr,
+        links,
     }
 }
 
@@ -303,9 +346,13 @@ fn bench(c: &mut Criterion) {
         let at_end = rt
             .block_on(http.close())
             .map_or_else(|| "? (streams did not close)".into(), |b| format!("{b} B"));
+        let server_side = rt
+            .block_on(http.server_side(SERVER_SIDE_STREAMS))
+            .map_or_else(|| "? (a stream did not open)".into(), |b| format!("{b} B"));
         println!(
             "sse: memory per subscriber {name}: in-memory {in_memory} B; http {} B at open, \
-             {at_end} after {delivered} events each (heap, client and server sides together)",
+             {at_end} after {delivered} events each (heap, client and server sides together); \
+             server side alone {server_side}",
             http.heap_at_open,
         );
     }
