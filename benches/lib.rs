@@ -66,3 +66,35 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
+
+/// The file in a bench's `CRITERION_HOME` that [`figure_note`] appends to and
+/// `bench-report` copies into the bench's section of `RESULTS.md`.
+pub const NOTES_FILE: &str = "notes.md";
+
+/// Reports a figure that criterion does not measure (a percentile, a memory
+/// figure, a count): prints `line` to stderr and, when `CRITERION_HOME` is
+/// set (as `benches/run.sh` sets it), appends it as a markdown bullet to
+/// `$CRITERION_HOME/notes.md`, so the figure lands in `RESULTS.md` instead of
+/// only in a terminal.
+pub fn figure_note(line: impl AsRef<str>) {
+    let line = line.as_ref();
+    eprintln!("{line}");
+    let Some(home) = std::env::var_os("CRITERION_HOME") else {
+        return;
+    };
+    if let Err(e) = append_note(std::path::Path::new(&home), line) {
+        eprintln!("figure_note: cannot append to {NOTES_FILE} in {home:?}: {e}");
+    }
+}
+
+/// Appends `- line` to `dir/notes.md` (one bullet; newlines in `line` become
+/// spaces so one note stays one bullet).
+fn append_note(dir: &std::path::Path, line: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    std::fs::create_dir_all(dir)?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(NOTES_FILE))?;
+    writeln!(file, "- {}", line.trim().replace('\n', " "))
+}

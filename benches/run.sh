@@ -12,6 +12,14 @@
 # Benches are found in benches/Cargo.toml, so a new [[bench]] entry is run
 # without editing this script. One with `required-features = ["llama"]` is
 # skipped unless --features llama is given.
+#
+# The Goals section at the top of RESULTS.md judges each goal of
+# benches/goals.toml on this run. When the store bench runs and PostgreSQL's
+# `initdb` is found (/usr/lib/postgresql/*/bin), a throwaway server is started
+# on a Unix socket in a temp dir (fsync on, like the JSONL store's sync_data)
+# and stopped on exit, so the store figures are measured on both stores side
+# by side. The mlx bench uses LRG_MLX_PYTHON, else ~/.lrg-mlx-venv/bin/python
+# when it exists.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -26,7 +34,7 @@ while [ $# -gt 0 ]; do
     --features) features="$2"; shift ;;
     --bench) only+=("$2"); shift ;;
     --out) out="$2"; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -61,16 +69,76 @@ if [ -n "$(git -C "$root" status --porcelain 2>/dev/null | grep -v '^??' || true
 fi
 
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+pg_dir=""
+pg_bin=""
+as_pg=()
+cleanup() {
+  if [ -n "$pg_dir" ] && [ -f "$pg_dir/data/postmaster.pid" ]; then
+    "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  [ -z "$pg_dir" ] || rm -rf "$pg_dir"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+wants() { [ "${#only[@]}" -eq 0 ] || printf '%s\n' "${only[@]}" | grep -qx "$1"; }
+
+# PostgreSQL for the store bench: a throwaway server, or a line saying why not.
+pg_line=""
+start_postgres() {
+  if [ -n "${LRG_BENCH_PG:-}" ]; then
+    pg_line="postgres: the server LRG_BENCH_PG names"
+    return
+  fi
+  pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
+  if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ]; then
+    pg_line="postgres figures skipped: no initdb (Debian: apt-get install postgresql)"
+    return
+  fi
+  pg_dir="$(mktemp -d "${TMPDIR:-/tmp}/lrg-bench-pg.XXXXXX")"
+  if [ "$(id -u)" = 0 ]; then
+    # initdb refuses root: run the server as the postgres user.
+    if ! id postgres >/dev/null 2>&1; then
+      pg_line="postgres figures skipped: running as root and there is no postgres user"
+      return
+    fi
+    chown postgres: "$pg_dir"
+    as_pg=(runuser -u postgres --)
+  fi
+  if ! "${as_pg[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -A trust -U lrg -E UTF8 --no-sync \
+      >"$pg_dir/initdb.log" 2>&1; then
+    pg_line="postgres figures skipped: initdb failed: $(tail -n 1 "$pg_dir/initdb.log")"
+    return
+  fi
+  if ! "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 60 \
+      -o "-k $pg_dir -c listen_addresses= -p 5432" start >/dev/null 2>&1; then
+    pg_line="postgres figures skipped: the server did not start: $(tail -n 1 "$pg_dir/server.log" 2>/dev/null)"
+    return
+  fi
+  export LRG_BENCH_PG="host=$pg_dir port=5432 user=lrg dbname=postgres"
+  pg_line="postgres: $("$pg_bin/postgres" --version | sed 's/^postgres (PostgreSQL) /PostgreSQL /'), a throwaway server on a Unix socket (fsync on)"
+}
+
 # `peers`: the peer crates the providers bench runs side by side.
-feature_args=(--features "peers${features:+,$features}")
+all_features="peers${features:+,$features}"
+if wants store; then
+  start_postgres
+  [ -z "${LRG_BENCH_PG:-}" ] || all_features="$all_features,postgres"
+fi
+feature_args=(--features "$all_features")
+
+# The mlx bench's Python: LRG_MLX_PYTHON, else the venv the set-up makes.
+if [ -z "${LRG_MLX_PYTHON:-}" ] && [ -x "$HOME/.lrg-mlx-venv/bin/python" ]; then
+  export LRG_MLX_PYTHON="$HOME/.lrg-mlx-venv/bin/python"
+fi
+mlx_line="mlx: Python ${LRG_MLX_PYTHON:-python3 (LRG_MLX_PYTHON not set)}"
 
 ran=()
 skipped=()
 failed=()
 while IFS=$'\t' read -r name req; do
   [ -n "$name" ] || continue
-  if [ "${#only[@]}" -gt 0 ] && ! printf '%s\n' "${only[@]}" | grep -qx "$name"; then
+  if ! wants "$name"; then
     continue
   fi
   if [[ "$req" == *llama* ]] && [[ "$features" != *llama* ]]; then
@@ -93,11 +161,14 @@ header=(
   "load average (1, 5, 15 min): $load_start at the start, $(load) at the end"
   "commit: $commit"
   "mode: $mode"
+  "features: $all_features"
   "benches run: ${ran[*]:-none}"
 )
+[ -z "$pg_line" ] || header+=("$pg_line")
+if printf '%s\n' "${ran[@]}" "${failed[@]}" | grep -qx mlx; then header+=("$mlx_line"); fi
 [ "${#skipped[@]}" -gt 0 ] && header+=("skipped: ${skipped[*]}")
 [ "${#failed[@]}" -gt 0 ] && header+=("FAILED: ${failed[*]}")
 cargo run --quiet --manifest-path "$manifest" -p lrg-benches --bin bench-report -- \
-  "$work" "$out" "${header[@]}"
+  --goals "$root/benches/goals.toml" "$work" "$out" "${header[@]}"
 echo "wrote $out" >&2
 [ "${#failed[@]}" -eq 0 ]

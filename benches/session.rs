@@ -1,6 +1,7 @@
 //! lrg-chat session benches: event-log fan-out (1 session × 100 subscribers,
 //! 1,000 sessions × 1 subscriber), memory per idle session (counted by a
-//! global allocator, printed before the timings), and fitting a
+//! global allocator, noted before the timings with
+//! [`lrg_benches::figure_note`], so it lands in RESULTS.md), and fitting a
 //! 10,000-message history into a context window (measuring it each time, and
 //! with the estimates a session keeps), and one message's model turn with
 //! 40 tools (the session's own work: the model answers at once).
@@ -11,7 +12,7 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group};
 use futures::future::BoxFuture;
-use lrg_benches::{Counting, live_bytes};
+use lrg_benches::{Counting, figure_note, live_bytes};
 use lrg_chat::context::{self, Budget, ContextPolicy};
 use lrg_chat::events::{Event, EventLog};
 use lrg_chat::tools::{ToolOutput, Tools, ToolsError};
@@ -137,13 +138,13 @@ fn fitting(c: &mut Criterion) {
     for window in [32_768u32, 1_000_000, 100_000_000] {
         let budget: Budget = policy.budget(&info(window), None);
         let fitted = context::fit(&history, &budget);
-        eprintln!(
+        figure_note(format!(
             "fit into {window} tokens: {} messages kept, {} results stripped, {} dropped, ~{} tokens",
             fitted.messages.len(),
             fitted.stripped_results,
             fitted.dropped_messages,
             fitted.estimated_tokens
-        );
+        ));
         group.bench_with_input(BenchmarkId::from_parameter(window), &budget, |b, budget| {
             b.iter(|| context::fit(black_box(&history), budget))
         });
@@ -227,9 +228,9 @@ fn idle_memory() {
         drop(kept);
         bytes
     });
-    eprintln!(
+    figure_note(format!(
         "memory per idle session: {fresh} B fresh, {subscribed} B with one subscriber, {chatted} B after 10 messages (history + event log + model)"
-    );
+    ));
 }
 
 /// Answers every turn at once with a short text and keeps nothing of the

@@ -1,16 +1,20 @@
 //! Session store benches: one step appended with `sync_data` (p50/p99
-//! printed, then criterion's timing), loading and resuming a 10,000-row
+//! noted, then criterion's timing), loading and resuming a 10,000-row
 //! session (goal: resume < 50 ms on JSONL), and 1,000 idle keyed sessions in
-//! a registry (resident memory and the cost of evicting them all).
+//! a registry (resident memory and the cost of evicting them all, noted).
+//! Noted figures go to stderr and, under `benches/run.sh`, into RESULTS.md
+//! ([`lrg_benches::figure_note`]).
 //!
 //! With `--features postgres` and `LRG_BENCH_PG` set to a connection string,
-//! the append and resume figures are measured on PostgreSQL too, side by side.
+//! the append and resume figures are measured on PostgreSQL too, side by
+//! side (`benches/run.sh` starts a throwaway server when `initdb` is found).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group};
+use lrg_benches::figure_note;
 use lrg_chat::registry::{OpenRequest, RegistryConfig, SessionRegistry};
 use lrg_chat::store::{
     JsonlStore, ModelBinding, SessionKeys, SessionMeta, SessionState, SessionStore,
@@ -63,11 +67,11 @@ fn append_percentiles(name: &str, rt: &tokio::runtime::Runtime, store: &dyn Sess
         times.push(start.elapsed());
     }
     times.sort();
-    eprintln!(
+    figure_note(format!(
         "{name}: append one step with sync: p50 {:?}, p99 {:?} (500 steps)",
         percentile(&times, 0.5),
         percentile(&times, 0.99)
-    );
+    ));
     rt.block_on(store.delete(&meta.id)).unwrap();
 }
 
@@ -107,6 +111,8 @@ fn jsonl(c: &mut Criterion) {
         })
     });
 
+    // A 10,000-row load or resume takes milliseconds: 10 samples, not 100.
+    group.sample_size(10);
     let big = big_session(&rt, &store, 10_000);
     let path = store.path_of(&big.id);
     let bytes = std::fs::read(&path).unwrap();
@@ -167,19 +173,19 @@ fn idle_sessions() {
     let evicted = rt.block_on(registry.evict_idle());
     let evict = start.elapsed();
     assert_eq!(evicted, 1_000);
-    eprintln!(
+    figure_note(format!(
         "registry: 1,000 idle keyed sessions (JSONL): opened in {opened:?}; about {} KiB resident \
          ({} KiB each); evicting all took {evict:?} ({:?} each)",
         after.saturating_sub(before),
         after.saturating_sub(before) / 1_000,
         evict / 1_000
-    );
+    ));
 }
 
 #[cfg(feature = "postgres")]
 fn postgres(c: &mut Criterion) {
     let Ok(url) = std::env::var("LRG_BENCH_PG") else {
-        eprintln!("postgres: LRG_BENCH_PG is not set; the PostgreSQL figures are skipped");
+        figure_note("postgres: LRG_BENCH_PG is not set; the PostgreSQL figures are skipped");
         return;
     };
     let rt = runtime();
@@ -188,9 +194,45 @@ fn postgres(c: &mut Criterion) {
         .unwrap();
     append_percentiles("postgres", &rt, &store);
     let mut group = c.benchmark_group("store_postgres");
+    let meta = SessionMeta::new(ModelBinding::new("bench:model"));
+    rt.block_on(store.create(&meta)).unwrap();
+    let step = exchange(1);
+    group.bench_function("append_step_sync", |b| {
+        b.iter(|| {
+            rt.block_on(store.append(&meta.id, &step[..1], &SessionState::default()))
+                .unwrap()
+        })
+    });
+    rt.block_on(store.delete(&meta.id)).unwrap();
+
+    group.sample_size(10);
     let big = big_session(&rt, &store, 10_000);
+    let rows = rt.block_on(store.load(&big.id)).unwrap().rows;
+    assert_eq!(rows.len(), 10_000);
     group.bench_function("load_10000_rows", |b| {
         b.iter(|| rt.block_on(store.load(&big.id)).unwrap())
+    });
+    // A resume trims the rows: each one starts from the full 10,000 again
+    // (put back untimed, as the JSONL figure rewrites its file).
+    group.bench_function("resume_10000_rows", |b| {
+        b.iter_batched(
+            || {
+                rt.block_on(async {
+                    store.resume(&big.id, usize::MAX).await.unwrap();
+                    store
+                        .rewrite(&big.id, &rows, &SessionState::default())
+                        .await
+                        .unwrap();
+                    store.release(&big.id).await;
+                })
+            },
+            |()| {
+                let s = rt.block_on(store.resume(&big.id, 64)).unwrap();
+                rt.block_on(store.release(&big.id));
+                s
+            },
+            BatchSize::PerIteration,
+        )
     });
     group.finish();
     rt.block_on(store.delete(&big.id)).unwrap();

@@ -116,6 +116,10 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
         ctrl_c.rearm();
         let outcome = handle.await;
         running.caught_up(session.events().last_seq()).await;
+        if crate::out::stopped() {
+            // The printer stopped the turn: nobody reads the replies.
+            break;
+        }
         if let TurnOutcome::StepsExhausted = outcome {
             eprintln!(
                 "{}",

@@ -2,6 +2,11 @@
 //! crates: every decision about models, tools, permissions and events is
 //! theirs; this binary parses flags, wires the pieces and prints.
 
+// First, so that its `eprintln!` and `eprint!` replace std's in every module
+// below (they drop a message stderr cannot take instead of panicking).
+#[macro_use]
+mod out;
+
 mod acp;
 mod approve;
 mod chat;
@@ -58,13 +63,7 @@ fn main() -> ExitCode {
     });
     // Child MCP servers and blocking stdin readers must not keep us alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    match result {
-        Ok(exit) => exit.into(),
-        Err(err) => {
-            eprintln!("lrg: {err}");
-            err.exit.into()
-        }
-    }
+    out::exit_code(result)
 }
 
 /// Logs go to stderr, off unless `RUST_LOG` asks for them, so they never mix

@@ -17,7 +17,7 @@ pub async fn models(args: ModelsArgs) -> Result<Exit, CliError> {
         tool_format: None,
         mmproj: None,
     };
-    print!("{}", catalog_table(&model_args, args.json).await);
+    crate::out::print(catalog_table(&model_args, args.json).await);
     Ok(Exit::Replied)
 }
 

@@ -11,6 +11,7 @@ use lrg_chat::tools::ToolClass;
 use serde_json::Value;
 
 use crate::approve::{Approver, Question};
+use crate::out;
 
 /// ANSI styling, on only when the stream is a terminal.
 #[derive(Debug, Clone, Copy)]
@@ -129,15 +130,12 @@ impl Output for JsonLines {
             version: EVENTS_SCHEMA_VERSION,
             model,
         };
-        let header = serde_json::to_string(&header).unwrap_or_default();
-        println!("{header}");
+        out::line(serde_json::to_string(&header).unwrap_or_default());
     }
 
     fn show(&mut self, entry: &LogEntry, _calls: &Calls) {
         if let Ok(line) = serde_json::to_string(entry) {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
+            out::line(line);
         }
     }
 }
@@ -193,6 +191,13 @@ impl Printer {
     pub async fn handle(&mut self, entry: &LogEntry) {
         self.calls.track(&entry.event);
         self.output.show(entry, &self.calls);
+        if out::stopped() {
+            // Nobody reads the output any more: stop the work, as Ctrl-C
+            // does, so that it ends the way a stop always ends. Repeated on
+            // every event, as a stop before the turn started stops nothing.
+            self.session.stop_with_sub_agents();
+            return;
+        }
         if let Event::ApprovalNeeded {
             call_id,
             reason,
@@ -244,7 +249,7 @@ impl Output for Human {
     fn finish_line(&mut self) {
         self.close_reasoning();
         if !self.out_at_line_start {
-            println!();
+            out::line("");
             self.out_at_line_start = true;
         }
     }
@@ -257,9 +262,7 @@ impl Output for Human {
                 text,
             } => {
                 self.close_reasoning();
-                let mut out = std::io::stdout().lock();
-                let _ = write!(out, "{text}");
-                let _ = out.flush();
+                out::print(text);
                 if !text.is_empty() {
                     self.out_at_line_start = text.ends_with('\n');
                 }
@@ -269,7 +272,7 @@ impl Output for Human {
                 text,
             } => {
                 if !self.out_at_line_start {
-                    println!();
+                    out::line("");
                     self.out_at_line_start = true;
                 }
                 let mut e = std::io::stderr().lock();

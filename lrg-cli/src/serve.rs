@@ -128,8 +128,11 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         )));
     }
     eprintln!("lrg: serving on {origin} — open this page (Ctrl-C stops):");
-    println!("{url}");
-    if args.open {
+    crate::out::line(&url);
+    // The URL did not reach its reader (a closed pipe, a full disk): nobody
+    // can open the page, so the server stops at once, the way Ctrl-C stops it.
+    let unread = crate::out::stopped();
+    if args.open && !unread {
         open_browser(&url);
     }
 
@@ -137,8 +140,10 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let stopping = server.clone();
     tokio::spawn(async move {
-        if ctrl_c.await.is_ok() {
-            eprintln!("\nlrg: stopping every chat (running tools finish first)…");
+        if unread || ctrl_c.await.is_ok() {
+            if !unread {
+                eprintln!("\nlrg: stopping every chat (running tools finish first)…");
+            }
             stopping.shutdown().await;
         }
         let _ = done_tx.send(());

@@ -17,6 +17,7 @@ use lrg_chat::transcript::{Transcript, TranscriptRow};
 
 use crate::cli::{SessionsAction, SessionsArgs, StoreArgs};
 use crate::exit::{CliError, Exit};
+use crate::out;
 use crate::usage;
 
 /// The client key of this process: the OS user, made to fit the key rule
@@ -191,7 +192,7 @@ async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        out::line(serde_json::to_string_pretty(&out).unwrap_or_default());
         return Ok(Exit::Replied);
     }
     if rows.is_empty() {
@@ -205,20 +206,20 @@ async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
         .max()
         .unwrap_or(5)
         .max(5);
-    println!(
+    out::line(format_args!(
         "{:width$}  {:mwidth$}  {:>5}  LAST USED",
         "KEY", "MODEL", "ROWS"
-    );
+    ));
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     for (key, s) in rows {
-        println!(
+        out::line(format_args!(
             "{key:width$}  {:mwidth$}  {:>5}  {}",
             s.meta.model.model,
             s.rows,
             ago(now.saturating_sub(s.updated_ms))
-        );
+        ));
     }
     Ok(Exit::Replied)
 }
@@ -253,14 +254,11 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
     }
     let transcript = Transcript::of(&stored.rows);
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&transcript).unwrap_or_default()
-        );
+        out::line(serde_json::to_string_pretty(&transcript).unwrap_or_default());
         return Ok(Exit::Replied);
     }
     if transcript.truncated {
-        println!("(older rows left out)");
+        out::line("(older rows left out)");
     }
     for row in &transcript.rows {
         match row {
@@ -270,9 +268,9 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
                 } else {
                     String::new()
                 };
-                println!("you: {text}{images}");
+                out::line(format_args!("you: {text}{images}"));
             }
-            TranscriptRow::Assistant { text, .. } => println!("model: {text}"),
+            TranscriptRow::Assistant { text, .. } => out::line(format_args!("model: {text}")),
             TranscriptRow::ToolCall {
                 tool,
                 arguments,
@@ -284,7 +282,9 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
-                println!("tool {tool} {arguments} ({outcome}): {output}");
+                out::line(format_args!(
+                    "tool {tool} {arguments} ({outcome}): {output}"
+                ));
             }
             _ => {}
         }

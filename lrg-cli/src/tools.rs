@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{SchemaArg, ToolArgs, ToolsArgs};
 use crate::exit::{CliError, Exit};
+use crate::out;
 use crate::usage;
 
 /// Programs that run another program named in their arguments: a server
@@ -195,11 +196,13 @@ pub async fn tools(args: ToolsArgs) -> Result<Exit, CliError> {
         let out = canonical(
             json!({ "tools": rows, "failed_servers": failures, "disabled_servers": disabled }),
         );
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        out::line(serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
         print_table(&rows, args.schema.is_some());
         for server in &disabled {
-            println!("(server `{server}` is disabled in the config: not started)");
+            out::line(format_args!(
+                "(server `{server}` is disabled in the config: not started)"
+            ));
         }
         for f in &failures {
             eprintln!(
@@ -231,25 +234,25 @@ fn print_table(rows: &[Value], with_schema: bool) {
         width("class"),
         width("permission"),
     );
-    println!(
+    out::line(format_args!(
         "{:wn$}  {:ws$}  {:wc$}  {:wp$}  description",
         "name", "server", "class", "permission"
-    );
+    ));
     for r in rows {
         let desc = s(r, "description");
         let desc = desc.lines().next().unwrap_or_default();
-        println!(
+        out::line(format_args!(
             "{:wn$}  {:ws$}  {:wc$}  {:wp$}  {}",
             s(r, "name"),
             s(r, "server"),
             s(r, "class"),
             s(r, "permission"),
             crate::printer::clip(desc, 80)
-        );
+        ));
         if with_schema {
             let schema = serde_json::to_string_pretty(&r["schema"]).unwrap_or_default();
             for line in schema.lines() {
-                println!("    {line}");
+                out::line(format_args!("    {line}"));
             }
         }
     }

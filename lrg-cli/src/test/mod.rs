@@ -13,6 +13,7 @@ use futures::StreamExt as _;
 
 use crate::cli::TestArgs;
 use crate::exit::{CliError, Exit};
+use crate::out;
 use crate::usage;
 use runner::RunOptions;
 
@@ -29,10 +30,7 @@ fn in_ci() -> bool {
 pub async fn test(args: TestArgs) -> Result<Exit, CliError> {
     if args.schema {
         let schema = scenario::schema();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&schema).unwrap_or_default()
-        );
+        out::line(serde_json::to_string_pretty(&schema).unwrap_or_default());
         return Ok(Exit::Replied);
     }
     if args.record && in_ci() && !args.force {
@@ -105,11 +103,14 @@ pub async fn test(args: TestArgs) -> Result<Exit, CliError> {
         if args.json {
             eprintln!("{text}");
         } else {
-            println!("{text}");
+            out::line(text);
         }
     };
+    // Once nobody reads the output, no new case starts; the running ones
+    // end as usual (their tool servers shut down), not cut off.
     let mut results: Vec<(usize, runner::CaseResult)> =
         futures::stream::iter(cases.into_iter().enumerate())
+            .take_while(|_| std::future::ready(!out::stopped()))
             .map(|(i, case)| {
                 let options = &options;
                 async move { (i, runner::run_case(case, options).await) }
@@ -120,6 +121,11 @@ pub async fn test(args: TestArgs) -> Result<Exit, CliError> {
             .await;
     results.sort_by_key(|(i, _)| *i);
     let results: Vec<runner::CaseResult> = results.into_iter().map(|(_, r)| r).collect();
+    if out::stopped() {
+        // Cut short: a summary or JUnit report of some of the cases would
+        // read as the whole suite's.
+        return Ok(Exit::Replied);
+    }
 
     print(report::summary(&results));
     if let Some(path) = &args.junit {
@@ -127,10 +133,7 @@ pub async fn test(args: TestArgs) -> Result<Exit, CliError> {
             .map_err(|e| usage!("--junit {}: {e}", path.display()))?;
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report::json(&results)).unwrap_or_default()
-        );
+        out::line(serde_json::to_string_pretty(&report::json(&results)).unwrap_or_default());
     }
     Ok(if results.iter().all(|r| r.passed) {
         Exit::Replied

@@ -48,7 +48,16 @@ impl Env {
     /// environment but `PATH` (no keys, no `LRG_MODEL`), stdin empty and
     /// closed (null), and a timeout.
     pub fn lrg(&self) -> Command {
-        let mut cmd = Command::cargo_bin("lrg").unwrap();
+        let mut cmd = Command::from_std(self.lrg_std());
+        cmd.timeout(TIMEOUT);
+        cmd
+    }
+
+    /// [`lrg`](Self::lrg) as a plain `std` command, for a test that wires
+    /// its stdio itself (a pipe it closes); it must bound the wait itself.
+    pub fn lrg_std(&self) -> std::process::Command {
+        use assert_cmd::cargo::CommandCargoExt as _;
+        let mut cmd = std::process::Command::cargo_bin("lrg").unwrap();
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             // Nothing listens on port 9 (discard): a default-model probe of
@@ -56,8 +65,7 @@ impl Env {
             .env("OLLAMA_HOST", "http://127.0.0.1:9")
             // Settings files go to the scratch directory, never the real home.
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .current_dir(self.dir.path())
-            .timeout(TIMEOUT);
+            .current_dir(self.dir.path());
         cmd
     }
 }
