@@ -6,8 +6,16 @@
 //!
 //! Each iteration publishes a batch of events and waits until every
 //! subscriber has received all of them; throughput is events delivered.
-//! Memory per subscriber (resident set growth while the streams are open) is
-//! printed once per shape.
+//!
+//! Memory per subscriber is printed once per shape, as a line
+//! `sse: memory per subscriber ...` on stdout: live heap bytes (a counting
+//! allocator) per in-memory subscription, and per HTTP event stream (client
+//! and server sides together: both live in this process) when the streams
+//! are open, and again at the end of the run, as what closing them frees
+//! (so the chats' own logs, which keep every event, are not counted): the
+//! two agree when a stream's memory does not grow with the events sent.
+//! Last, the server side alone: streams opened by a bare client (a socket
+//! each, no HTTP library) and held open while the heap is read.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -17,16 +25,23 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt as _;
 use futures::future::BoxFuture;
+use lrg_benches::{Counting, live_bytes};
 use lrg_chat::events::{Event, EventLog};
 use lrg_chat::http::{
-    ChatOpener, ChatServer, ChatSpec, HttpConfig, Limits, OpenError, OpenedChat, StaticMenu,
+    ChatLink, ChatOpener, ChatServer, ChatSpec, HttpConfig, Limits, OpenError, OpenedChat,
+    StaticMenu,
 };
 use lrg_chat::{ChatSession, FixedModel};
 use lrg_providers::{ChatModel, ScriptedModel};
 use tokio::sync::Notify;
 
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
 const BATCH: u64 = 50;
 const SUBSCRIBERS: usize = 1_000;
+/// How many bare streams measure the server side's memory.
+const SERVER_SIDE_STREAMS: usize = 200;
 
 fn event(i: u64) -> Event {
     Event::Warning {
@@ -83,6 +98,78 @@ struct Http {
     sessions: Vec<ChatSession>,
     counter: Arc<Counter>,
     _server: ChatServer,
+    /// Live heap bytes per stream once they were all open.
+    heap_at_open: isize,
+    /// The tasks reading the streams.
+    readers: Vec<tokio::task::JoinHandle<()>>,
+    addr: std::net::SocketAddr,
+    links: Vec<ChatLink>,
+}
+
+impl Http {
+    /// Close every stream; the heap bytes per stream that frees, or `None`
+    /// when the server still holds some after a while.
+    async fn close(&self) -> Option<isize> {
+        let open = live_bytes();
+        for reader in &self.readers {
+            reader.abort();
+        }
+        // A closed stream is noticed at its next write: publish until the
+        // server has let go of every subscription.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self
+            .sessions
+            .iter()
+            .any(|s| s.events().subscriber_count() > 0)
+        {
+            if Instant::now() > deadline {
+                return None;
+            }
+            for s in &self.sessions {
+                s.events().publish(event(0));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Some((open - live_bytes()) / self.readers.len().max(1) as isize)
+    }
+
+    /// Heap bytes per stream on the server side: `n` streams (spread over
+    /// the chats) opened by a bare client, whose own share is a socket each.
+    /// `None` when a stream could not be opened.
+    async fn server_side(&self, n: usize) -> Option<isize> {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let before = live_bytes();
+        let mut sockets = Vec::with_capacity(n);
+        for (link, session) in self.links.iter().zip(&self.sessions).cycle().take(n) {
+            let mut socket = tokio::net::TcpStream::connect(self.addr).await.ok()?;
+            // From the last event on: nothing to replay.
+            let request = format!(
+                "GET /v1/chat/sessions/{}/events?after={} HTTP/1.1\r\nhost: {}\r\n\
+                 authorization: Bearer {}\r\n\r\n",
+                link.session,
+                session.events().last_seq(),
+                self.addr,
+                link.chat_token
+            );
+            socket.write_all(request.as_bytes()).await.ok()?;
+            let mut head = [0u8; 1024];
+            let read = socket.read(&mut head).await.ok()?;
+            if !head[..read].starts_with(b"HTTP/1.1 200") {
+                return None;
+            }
+            sockets.push(socket);
+        }
+        let per =
+            (live_bytes() - before - (n * std::mem::size_of::<tokio::net::TcpStream>()) as isize)
+                / n.max(1) as isize;
+        drop(sockets);
+        Some(per)
+    }
+}
+
+/// Heap bytes per subscriber since `before`.
+fn heap_per(before: isize, subscribers: usize) -> isize {
+    (live_bytes() - before) / subscribers.max(1) as isize
 }
 
 /// A server with `chats` chats and `per_chat` streams on each, all read by
@@ -94,16 +181,17 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("bind: {e}"));
-    let base = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let base = format!("http://{addr}");
     let server = ChatServer::new(
         HttpConfig::new("bench").limits(limits),
         Arc::new(Scripted),
         Arc::new(StaticMenu::default()),
     );
-    let app = server.router();
+    // `into_make_service`: each connection shares the router (an `Arc`)
+    // rather than rebuilding its route table (axum's default for a bare
+    // `Router`, about 4 KiB a connection).
+    let app = server.router().into_make_service();
     tokio::spawn(async move { axum::serve(listener, app).await });
     lrg_providers::transport::ensure_tls_provider();
     let client = reqwest::Client::builder()
@@ -111,14 +199,21 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let counter = Arc::new(Counter::default());
-    let before = resident_kib();
     let mut sessions = Vec::with_capacity(chats);
+    let mut links = Vec::with_capacity(chats);
     for _ in 0..chats {
         let link = server
             .open_chat(ChatSpec::new().model("script:bench"))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         sessions.extend(server.session(&link.session));
+        links.push(link);
+    }
+    // The chats are open: from here on, what grows is the streams.
+    let before = resident_kib();
+    let heap_before = live_bytes();
+    let mut readers = Vec::with_capacity(chats * per_chat);
+    for link in &links {
         for _ in 0..per_chat {
             let response = client
                 .get(format!("{base}/v1/chat/sessions/{}/events", link.session))
@@ -128,15 +223,27 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
                 .unwrap_or_else(|e| panic!("{e}"));
             let mut body = response.bytes_stream();
             let counter = counter.clone();
-            tokio::spawn(async move {
+            readers.push(tokio::spawn(async move {
+                // The last bytes of the previous chunk: a read may split
+                // "\nid:" between two chunks.
+                let mut tail = [0u8; 3];
                 while let Some(Ok(chunk)) = body.next().await {
-                    let n = chunk.windows(4).filter(|w| w == b"\nid:").count() as u64;
+                    let mut seam = tail.to_vec();
+                    seam.extend(chunk.iter().take(3));
+                    let n = chunk.windows(4).filter(|w| w == b"\nid:").count()
+                        + seam.windows(4).filter(|w| w == b"\nid:").count();
+                    if chunk.len() >= 3 {
+                        tail.copy_from_slice(&chunk[chunk.len() - 3..]);
+                    } else {
+                        tail.rotate_left(chunk.len());
+                        tail[3 - chunk.len()..].copy_from_slice(&chunk);
+                    }
                     if n > 0 {
-                        counter.delivered.fetch_add(n, Ordering::AcqRel);
+                        counter.delivered.fetch_add(n as u64, Ordering::AcqRel);
                         counter.changed.notify_waiters();
                     }
                 }
-            });
+            }));
         }
     }
     let streams = (chats * per_chat) as u64;
@@ -148,6 +255,10 @@ async fn http_setup(chats: usize, per_chat: usize) -> Http {
         sessions,
         counter,
         _server: server,
+        heap_at_open: heap_per(heap_before, chats * per_chat),
+        readers,
+        addr,
+        links,
     }
 }
 
@@ -159,7 +270,13 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("sse");
     group.sample_size(10);
 
-    for (chats, per_chat) in [(1usize, SUBSCRIBERS), (SUBSCRIBERS, 1usize)] {
+    let shapes = [(1usize, SUBSCRIBERS), (SUBSCRIBERS, 1usize)];
+    // Every in-memory run first: after an HTTP run the allocator holds the
+    // freed buffers of 1,000 connections (malloc consolidation showed in a
+    // profile of the in-memory run that followed one), which slowed the
+    // baseline by up to 2x.
+    let mut in_memory_heap = Vec::new();
+    for (chats, per_chat) in shapes {
         let name = format!("{chats}x{per_chat}");
         let streams = (chats * per_chat) as u64;
         group.throughput(Throughput::Elements(BATCH * streams));
@@ -167,21 +284,24 @@ fn bench(c: &mut Criterion) {
         // In memory: the same log fan-out, subscribers in tasks.
         let logs: Vec<Arc<EventLog>> = (0..chats).map(|_| Arc::new(EventLog::new())).collect();
         let counter = Arc::new(Counter::default());
+        let heap_before = live_bytes();
+        let mut readers = Vec::with_capacity(chats * per_chat);
         rt.block_on(async {
             for log in &logs {
                 for _ in 0..per_chat {
                     let mut sub = log.subscribe(0);
                     let counter = counter.clone();
-                    tokio::spawn(async move {
+                    readers.push(tokio::spawn(async move {
                         while let Some(entry) = sub.next().await {
                             black_box(serde_json::to_string(&*entry).ok());
                             counter.delivered.fetch_add(1, Ordering::AcqRel);
                             counter.changed.notify_waiters();
                         }
-                    });
+                    }));
                 }
             }
         });
+        in_memory_heap.push(heap_per(heap_before, chats * per_chat));
         group.bench_function(format!("in_memory_{name}"), |b| {
             b.to_async(&rt).iter_custom(|iters| {
                 let (logs, counter) = (logs.clone(), counter.clone());
@@ -200,7 +320,16 @@ fn bench(c: &mut Criterion) {
                 }
             })
         });
+        // Dropping the logs ends the subscriptions: wait for their tasks, so
+        // that what they free does not land in the next measurement.
+        drop(logs);
+        rt.block_on(futures::future::join_all(readers));
+    }
 
+    for ((chats, per_chat), in_memory) in shapes.into_iter().zip(in_memory_heap) {
+        let name = format!("{chats}x{per_chat}");
+        let streams = (chats * per_chat) as u64;
+        group.throughput(Throughput::Elements(BATCH * streams));
         let http = rt.block_on(http_setup(chats, per_chat));
         let http = Arc::new(http);
         group.bench_function(format!("http_{name}"), |b| {
@@ -229,6 +358,19 @@ fn bench(c: &mut Criterion) {
                 }
             })
         });
+        let delivered = http.counter.delivered.load(Ordering::Acquire) / streams;
+        let at_end = rt
+            .block_on(http.close())
+            .map_or_else(|| "? (streams did not close)".into(), |b| format!("{b} B"));
+        let server_side = rt
+            .block_on(http.server_side(SERVER_SIDE_STREAMS))
+            .map_or_else(|| "? (a stream did not open)".into(), |b| format!("{b} B"));
+        println!(
+            "sse: memory per subscriber {name}: in-memory {in_memory} B; http {} B at open, \
+             {at_end} after {delivered} events each (heap, client and server sides together); \
+             server side alone {server_side}",
+            http.heap_at_open,
+        );
     }
     group.finish();
 }

@@ -32,7 +32,9 @@
 //! and catches up from the log.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use bytes::Bytes;
 
 use lrg_providers::ProviderError;
 use serde::{Deserialize, Serialize};
@@ -448,13 +450,51 @@ pub struct LogEntry {
     pub event: Event,
 }
 
+/// A published event as live subscribers share it: its JSON text is written
+/// at most once, by the first subscriber that asks, however many read it
+/// (1,000 pages on one chat would otherwise serialize every event 1,000
+/// times).
+#[derive(Debug)]
+struct Live {
+    entry: Arc<LogEntry>,
+    json: OnceLock<Bytes>,
+}
+
+impl Live {
+    fn new(entry: Arc<LogEntry>) -> Arc<Self> {
+        Arc::new(Self {
+            entry,
+            json: OnceLock::new(),
+        })
+    }
+
+    fn json(&self) -> Bytes {
+        self.json.get_or_init(|| to_json(&self.entry)).clone()
+    }
+}
+
+/// `entry` as one line of JSON, the form every front end reads.
+fn to_json(entry: &LogEntry) -> Bytes {
+    // Every event serializes (string keys, finite numbers); "{}" is a reader's
+    // "unknown event", never a torn line.
+    serde_json::to_vec(entry).map_or_else(|_| Bytes::from_static(b"{}"), Bytes::from)
+}
+
+/// What [`Subscription`] hands out next: an event for this subscriber alone
+/// (replayed from the log, or its resync), or a live one shared with the
+/// other subscribers.
+enum Next {
+    Own(Arc<LogEntry>),
+    Live(Arc<Live>),
+}
+
 #[derive(Debug, Default)]
 struct LogState {
     /// Every numbered event, `entries[i].seq == i + 1`.
     entries: Vec<Arc<LogEntry>>,
     /// The most recent published events (numbered and live), at most
     /// [`LAG_LIMIT`], for live subscribers. Kept only while someone listens.
-    recent: VecDeque<Arc<LogEntry>>,
+    recent: VecDeque<Arc<Live>>,
     /// How many events were ever put in `recent` (its end position).
     published: u64,
     /// Live [`Subscription`]s (counted under the lock, unlike the watch
@@ -525,7 +565,7 @@ impl EventLog {
             state.recent.clear();
             return;
         }
-        state.recent.push_back(entry);
+        state.recent.push_back(Live::new(entry));
         state.published += 1;
         while state.recent.len() as u64 > LAG_LIMIT {
             state.recent.pop_front();
@@ -607,8 +647,31 @@ impl Subscription {
     /// The next event; `None` once the log is gone or after a
     /// [`Event::Resync`].
     pub async fn next(&mut self) -> Option<Arc<LogEntry>> {
+        Some(match self.next_shared().await? {
+            Next::Own(entry) => entry,
+            Next::Live(live) => live.entry.clone(),
+        })
+    }
+
+    /// [`next`](Self::next) with the event's JSON text (as
+    /// `serde_json::to_vec` writes the [`LogEntry`]). A live event is
+    /// serialized once and the bytes shared by every subscriber; any other
+    /// is serialized for this subscriber alone.
+    pub(crate) async fn next_json(&mut self) -> Option<(Arc<LogEntry>, Bytes)> {
+        Some(match self.next_shared().await? {
+            Next::Own(entry) => {
+                let json = to_json(&entry);
+                (entry, json)
+            }
+            Next::Live(live) => (live.entry.clone(), live.json()),
+        })
+    }
+
+    // Cancel safe: nothing changes before an event is returned, so a caller
+    // may drop the future (to poll for an event that is ready now, say).
+    async fn next_shared(&mut self) -> Option<Next> {
         if let Some(entry) = self.replay.pop_front() {
-            return Some(entry);
+            return Some(Next::Own(entry));
         }
         loop {
             if self.done {
@@ -619,10 +682,10 @@ impl Subscription {
                 let oldest = state.published - state.recent.len() as u64;
                 if self.next < oldest || state.published - self.next > LAG_LIMIT {
                     self.done = true;
-                    return Some(Arc::new(LogEntry {
+                    return Some(Next::Own(Arc::new(LogEntry {
                         seq: None,
                         event: Event::Resync,
-                    }));
+                    })));
                 }
                 if self.next < state.published {
                     let index = usize::try_from(self.next - oldest).unwrap_or(usize::MAX);
@@ -637,7 +700,7 @@ impl Subscription {
                         if state.subscribers == 1 {
                             state.recent.drain(..=index);
                         }
-                        return Some(entry);
+                        return Some(Next::Live(entry));
                     }
                 }
                 self.head.mark_unchanged();

@@ -8,15 +8,31 @@
 //! for a subscriber, so a slow one never stalls the chat.
 
 use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::body::Body;
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use bytes::{BufMut as _, Bytes, BytesMut};
+use futures::FutureExt as _;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::error::ApiError;
-use super::sessions::LiveChat;
-use crate::events::LogEntry;
+use super::sessions::{LiveChat, SubscriberSlot};
+use crate::events::{LogEntry, Subscription};
+
+/// An idle stream's heartbeat: an SSE comment, which readers skip.
+const HEARTBEAT: &[u8] = b":\n\n";
+
+/// Events already queued for a stream go out together, in one body frame (one
+/// HTTP chunk, one socket write) of about this many bytes at most, rather
+/// than one frame each.
+const BATCH_BYTES: usize = 64 * 1024;
 
 /// Parse `after` from the query string (falling back to `Last-Event-ID`).
 pub(crate) fn after(query: Option<&str>, last_event_id: Option<&str>) -> Result<u64, ApiError> {
@@ -37,12 +53,73 @@ pub(crate) fn after(query: Option<&str>, last_event_id: Option<&str>) -> Result<
     }
 }
 
-fn to_sse(entry: &LogEntry) -> SseEvent {
-    let data = serde_json::to_string(entry).unwrap_or_else(|_| "{}".into());
-    let event = SseEvent::default().data(data);
-    match entry.seq {
-        Some(seq) => event.id(seq.to_string()),
-        None => event,
+/// Append `entry`, whose JSON text is `json`, as one SSE event: a `data:`
+/// line, then its `seq` as the `id:` when it is numbered.
+fn write_event(buf: &mut BytesMut, entry: &LogEntry, json: &[u8]) {
+    // JSON as serde_json writes it escapes every CR and LF, so the event is
+    // always one `data:` line. The order and spacing are those the stream
+    // has always had (axum's `Event::default().data(..).id(..)`).
+    buf.extend_from_slice(b"data: ");
+    buf.extend_from_slice(json);
+    buf.put_u8(b'\n');
+    if let Some(seq) = entry.seq {
+        // Writing to a `BytesMut` cannot fail.
+        let _ = writeln!(buf, "id: {seq}");
+    }
+    buf.put_u8(b'\n');
+}
+
+/// One open event stream: its subscription, the slot it holds, and its
+/// heartbeat timer.
+struct Feed {
+    sub: Subscription,
+    _slot: SubscriberSlot,
+    ended: CancellationToken,
+    heartbeat: Pin<Box<Sleep>>,
+    every: Duration,
+    /// The subscription ended after the events in the last chunk.
+    finished: bool,
+}
+
+impl Feed {
+    /// The next body chunk: every event ready now (up to [`BATCH_BYTES`]),
+    /// or a heartbeat after `every` without one; `None` once the stream is
+    /// over.
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        if self.finished {
+            return None;
+        }
+        // The subscription first: when the chat ends, the events already
+        // published are still sent, then the stream closes.
+        let (entry, json) = tokio::select! {
+            biased;
+            next = self.sub.next_json() => next?,
+            () = self.ended.cancelled() => return None,
+            () = &mut self.heartbeat => {
+                self.rearm();
+                return Some(Bytes::from_static(HEARTBEAT));
+            }
+        };
+        let mut buf = BytesMut::with_capacity(json.len() + 32);
+        write_event(&mut buf, &entry, &json);
+        // A subscriber woken once for many events (a burst of deltas, a
+        // reconnect's replay) writes them in one go.
+        while buf.len() < BATCH_BYTES {
+            match self.sub.next_json().now_or_never() {
+                Some(Some((entry, json))) => write_event(&mut buf, &entry, &json),
+                Some(None) => {
+                    self.finished = true;
+                    break;
+                }
+                None => break,
+            }
+        }
+        self.rearm();
+        Some(buf.freeze())
+    }
+
+    fn rearm(&mut self) {
+        self.heartbeat.as_mut().reset(Instant::now() + self.every);
     }
 }
 
@@ -58,27 +135,28 @@ pub(crate) fn stream(
             "this chat already has {limit} event streams, the most allowed: close one first"
         ))
     })?;
-    let subscription = chat.session.subscribe(after);
-    let ended = chat.ended.clone();
-    // The slot is held as long as the stream lives. When the chat ends, the
-    // events already published are still sent (a stream is polled first),
-    // then the stream closes.
-    let start = (subscription, slot, ended);
-    let events = futures::stream::unfold(start, |(mut sub, slot, ended)| async move {
-        let entry = tokio::select! {
-            biased;
-            entry = sub.next() => entry?,
-            _ = ended.cancelled() => return None,
-        };
-        Some((Ok::<_, Infallible>(to_sse(&entry)), (sub, slot, ended)))
+    let every = state.config.heartbeat;
+    // The slot is held as long as the stream lives.
+    let feed = Feed {
+        sub: chat.session.subscribe(after),
+        _slot: slot,
+        ended: chat.ended.clone(),
+        heartbeat: Box::pin(tokio::time::sleep(every)),
+        every,
+        finished: false,
+    };
+    let chunks = futures::stream::unfold(feed, |mut feed| async move {
+        let chunk = feed.next_chunk().await?;
+        Some((Ok::<_, Infallible>(chunk), feed))
     });
-    let mut response = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(state.config.heartbeat))
-        .into_response();
-    // Proxies that buffer would hold the stream back.
-    response.headers_mut().insert(
-        "x-accel-buffering",
-        axum::http::HeaderValue::from_static("no"),
-    );
-    Ok(response)
+    Ok((
+        [
+            // (`Cache-Control: no-store` is on every response of the API.)
+            (header::CONTENT_TYPE, "text/event-stream"),
+            // Proxies that buffer would hold the stream back.
+            (header::HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        Body::from_stream(chunks),
+    )
+        .into_response())
 }
