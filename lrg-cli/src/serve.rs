@@ -148,7 +148,7 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         }
         let _ = done_tx.send(());
     });
-    axum::serve(listener, router)
+    axum::serve(listener, router.into_make_service())
         .with_graceful_shutdown(async move {
             let _ = done_rx.await;
         })
