@@ -489,6 +489,21 @@ async fn in_process_server() {
             "{out:?}"
         );
         assert!(out.warning.is_none());
+        // A tool's own error (isError) comes back as such.
+        let out = call(&host, "fail", json!({"text": "x"})).await;
+        assert!(out.is_error);
+        assert_eq!(text_of(&out), "failed: x");
+        assert!(out.warning.is_none());
+        // A stop during a call lets it finish, as over stdio.
+        let cancel = CancellationToken::new();
+        let running = host.call("slow", json!({"seconds": 0.3}), cancel.clone());
+        let stopper = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            cancel.cancel();
+        };
+        let (out, ()) = tokio::join!(running, stopper);
+        assert_eq!(text_of(&out), "slept 0.3 s", "{out:?}");
+        assert!(!out.is_error);
         host.shutdown().await;
         assert!(host.list().await.is_err());
         let out = call(&host, "echo", json!({"text": "late"})).await;

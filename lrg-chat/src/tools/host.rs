@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpConfig, McpServerConfig};
+use super::in_process::ServerEnd;
 use super::mcp::{
     CallOutcome, Connector, InProcessStart, McpServer, RemoteTool, not_started_output,
 };
@@ -298,9 +299,11 @@ impl ToolHost {
             })
     }
 
-    /// Add an rmcp server that runs inside this process, connected over an
-    /// in-memory pipe: for apps that embed their own tools as an MCP server,
-    /// and for tests. `make` builds a fresh server for each (re)connection.
+    /// Add an rmcp server that runs inside this process: for apps that embed
+    /// their own tools as an MCP server, and for tests. `make` builds a fresh
+    /// server for each (re)connection. Client and server run rmcp's own
+    /// services and hand each other the JSON-RPC messages as values (no
+    /// serialization in between).
     pub async fn add_in_process<S, F>(
         &self,
         name: impl Into<String>,
@@ -312,7 +315,7 @@ impl ToolHost {
     {
         let name = name.into();
         let server_name = name.clone();
-        let start: InProcessStart = Arc::new(move |io: tokio::io::DuplexStream| {
+        let start: InProcessStart = Arc::new(move |io: ServerEnd| {
             let handler = make();
             let server_name = server_name.clone();
             async move {

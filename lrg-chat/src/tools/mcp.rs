@@ -27,15 +27,15 @@ use super::ToolOutput;
 use super::child::{self, StderrTail};
 use super::config::{HttpServerConfig, McpServerConfig, StdioServerConfig};
 use super::content::output_from_mcp;
+use super::in_process::{self, ServerEnd};
 use super::validate::ArgumentCheck;
 
 /// How long a stopping server gets to exit before the next step (rmcp then
 /// escalates: close stdin, SIGTERM, SIGKILL).
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Starts an in-process server on the server end of a duplex pipe.
-pub(crate) type InProcessStart =
-    Arc<dyn Fn(tokio::io::DuplexStream) -> BoxFuture<'static, ()> + Send + Sync>;
+/// Starts an in-process server on the server's end of a message channel.
+pub(crate) type InProcessStart = Arc<dyn Fn(ServerEnd) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// How to (re)connect.
 #[derive(Clone)]
@@ -428,9 +428,9 @@ impl McpServer {
                     (connect_http(self.client(), cfg).await?, None)
                 }
                 Connector::InProcess(start) => {
-                    let (client_io, server_io) = tokio::io::duplex(256 * 1024);
-                    let task = tokio::spawn(start(server_io));
-                    match self.client().serve(client_io).await {
+                    let (client_end, server_end) = in_process::pair();
+                    let task = tokio::spawn(start(server_end));
+                    match self.client().serve(client_end).await {
                         Ok(c) => (c, Some(task)),
                         Err(e) => {
                             task.abort();

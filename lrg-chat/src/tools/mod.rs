@@ -46,6 +46,7 @@ mod child;
 pub mod config;
 mod content;
 mod host;
+mod in_process;
 mod mcp;
 pub mod names;
 mod rust_fn;
