@@ -11,11 +11,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group};
-use futures::future::BoxFuture;
 use lrg_benches::{Counting, figure_note, live_bytes};
 use lrg_chat::context::{self, Budget, ContextPolicy};
 use lrg_chat::events::{Event, EventLog};
-use lrg_chat::tools::{ToolOutput, Tools, ToolsError};
+use lrg_chat::testing::FixedTools;
+use lrg_chat::tools::Tools;
 use lrg_chat::{ChatSession, FixedModel, Permissions, TurnOutcome};
 use lrg_providers::{
     ChatModel, Message, Messages, ModelInfo, ModelLocation, Part, Role, ScriptedModel,
@@ -252,30 +252,6 @@ impl ChatModel for Answers {
     }
 }
 
-/// Tools that keep their list, as a `ToolHost` does.
-struct KeptTools(Arc<[ToolSpec]>);
-
-impl Tools for KeptTools {
-    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolsError>> {
-        let list = self.0.to_vec();
-        Box::pin(async move { Ok(list) })
-    }
-
-    fn list_shared(&self) -> BoxFuture<'_, Result<Arc<[ToolSpec]>, ToolsError>> {
-        let list = Arc::clone(&self.0);
-        Box::pin(async move { Ok(list) })
-    }
-
-    fn call<'a>(
-        &'a self,
-        _name: &'a str,
-        _arguments: serde_json::Value,
-        _cancel: CancellationToken,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async { ToolOutput::text("done") })
-    }
-}
-
 /// 40 tools with file-tool-sized schemas.
 fn forty_tools() -> Vec<ToolSpec> {
     (0..40)
@@ -309,7 +285,7 @@ fn session_turn(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
-    let tools: Arc<dyn Tools> = Arc::new(KeptTools(forty_tools().into()));
+    let tools: Arc<dyn Tools> = Arc::new(FixedTools::new(forty_tools()));
     let models = Arc::new(FixedModel::new(Answers));
     let mut group = c.benchmark_group("session_turn");
     group.bench_function("one_message_40_tools", |b| {

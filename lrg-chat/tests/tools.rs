@@ -54,6 +54,17 @@ async fn call(host: &ToolHost, name: &str, args: Value) -> ToolOutput {
     host.call(name, args, CancellationToken::new()).await
 }
 
+/// A call whose cancel token is set `ms` milliseconds after it started.
+async fn call_stopped_after(host: &ToolHost, name: &str, args: Value, ms: u64) -> ToolOutput {
+    let cancel = CancellationToken::new();
+    let running = host.call(name, args, cancel.clone());
+    let stopper = async {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        cancel.cancel();
+    };
+    tokio::join!(running, stopper).0
+}
+
 /// Whether process `pid` exists; a zombie (exited, not reaped) still does.
 fn is_alive(pid: u32) -> bool {
     std::process::Command::new("kill")
@@ -295,13 +306,7 @@ async fn cancel_before_start_skips_the_call_but_a_running_call_finishes() {
             "no note k"
         );
 
-        let cancel = CancellationToken::new();
-        let running = host.call("slow", json!({"seconds": 0.5}), cancel.clone());
-        let stopper = async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            cancel.cancel();
-        };
-        let (out, ()) = tokio::join!(running, stopper);
+        let out = call_stopped_after(&host, "slow", json!({"seconds": 0.5}), 100).await;
         assert!(!out.is_error, "{out:?}");
         assert_eq!(text_of(&out), "slept 0.5 s");
         host.shutdown().await;
@@ -495,13 +500,7 @@ async fn in_process_server() {
         assert_eq!(text_of(&out), "failed: x");
         assert!(out.warning.is_none());
         // A stop during a call lets it finish, as over stdio.
-        let cancel = CancellationToken::new();
-        let running = host.call("slow", json!({"seconds": 0.3}), cancel.clone());
-        let stopper = async {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            cancel.cancel();
-        };
-        let (out, ()) = tokio::join!(running, stopper);
+        let out = call_stopped_after(&host, "slow", json!({"seconds": 0.3}), 50).await;
         assert_eq!(text_of(&out), "slept 0.3 s", "{out:?}");
         assert!(!out.is_error);
         host.shutdown().await;

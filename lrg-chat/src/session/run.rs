@@ -329,15 +329,14 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use futures::future::BoxFuture;
     use lrg_providers::{
         ChatModel, Message, ModelInfo, Part, ScriptedModel, ScriptedTurn, ToolSpec, TurnRequest,
         TurnStream,
     };
-    use serde_json::{Value, json};
+    use serde_json::json;
     use tokio_util::sync::CancellationToken;
 
-    use crate::tools::{ToolOutput, Tools, ToolsError};
+    use crate::testing::FixedTools;
     use crate::{ChatSession, FixedModel};
 
     /// Where the first message's text lives: a copy of the history (by the
@@ -356,30 +355,6 @@ mod tests {
         answers: ScriptedModel,
         seen: Arc<Mutex<Vec<usize>>>,
         tools: Arc<Mutex<Vec<usize>>>,
-    }
-
-    /// Tools that keep their list, as a `ToolHost` does.
-    struct Kept(Arc<[ToolSpec]>);
-
-    impl Tools for Kept {
-        fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolsError>> {
-            let list = self.0.to_vec();
-            Box::pin(async move { Ok(list) })
-        }
-
-        fn list_shared(&self) -> BoxFuture<'_, Result<Arc<[ToolSpec]>, ToolsError>> {
-            let list = Arc::clone(&self.0);
-            Box::pin(async move { Ok(list) })
-        }
-
-        fn call<'a>(
-            &'a self,
-            _name: &'a str,
-            _arguments: Value,
-            _cancel: CancellationToken,
-        ) -> BoxFuture<'a, ToolOutput> {
-            Box::pin(async { ToolOutput::text("done") })
-        }
     }
 
     impl ChatModel for Watching {
@@ -422,7 +397,7 @@ mod tests {
             tools: Arc::clone(&tools),
         };
         let session = ChatSession::builder(Arc::new(FixedModel::new(model)))
-            .tools(Arc::new(Kept(Arc::clone(&kept))))
+            .tools(Arc::new(FixedTools::new(Arc::clone(&kept))))
             .build();
         let mut original = None;
         for n in 0..3 {

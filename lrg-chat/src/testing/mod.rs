@@ -50,6 +50,7 @@
 //! ```
 
 mod expect;
+mod fixed_tools;
 mod transcript;
 
 use std::collections::{HashMap, VecDeque};
@@ -70,6 +71,7 @@ use crate::tools::Tools;
 pub use expect::{
     ArgsMatch, CallExpectation, ExpectationError, Expectations, Failure, ReplyExpectation,
 };
+pub use fixed_tools::FixedTools;
 pub use transcript::{
     Call, CallResult, CalledAssert, ErrorEvent, Outcome, ReplayCheck, Transcript,
 };
