@@ -148,8 +148,19 @@ impl Markers {
         Self { list, first, skip }
     }
 
+    #[inline]
     fn starts(&self, b: u8) -> bool {
         self.first[usize::from(b >> 6)] & (1 << (b & 63)) != 0
+    }
+
+    /// Whether a marker may start in `hay`: the parser's per-delta check,
+    /// inlined into it, as a token-sized delta is a few table lookups.
+    #[inline]
+    pub(crate) fn may_start(&self, hay: &[u8]) -> bool {
+        match hay {
+            [b] => self.starts(*b),
+            _ => self.next_start(hay).is_some(),
+        }
     }
 
     /// Where the first byte that may start a marker is in `hay`.
