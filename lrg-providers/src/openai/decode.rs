@@ -2,6 +2,7 @@
 //! in, [`TurnEvent`]s out. Tool-call fragments are joined here, tolerating the
 //! ways servers differ from OpenAI.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde::Deserialize;
@@ -9,7 +10,7 @@ use serde_json::Value;
 
 use super::dialect::ReasoningField;
 use crate::text::{quote, truncate};
-use crate::wire::{Decoder, Frame};
+use crate::wire::{Decoder, Frame, StrOrJson, borrowed_str};
 use crate::{Message, Part, ProviderError, StopReason, ToolCall, TurnEvent, Usage};
 
 /// Decodes one Chat Completions answer.
@@ -52,12 +53,12 @@ impl OpenAiDecoder {
         }
     }
 
-    fn chunk(&mut self, chunk: Chunk, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
+    fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<TurnEvent>) -> Result<(), ProviderError> {
         if let Some(error) = chunk.error {
             return Err(stream_error(&error));
         }
         for choice in chunk.choices.unwrap_or_default() {
-            if let Some(delta) = choice.delta.or(choice.message) {
+            if let Some(delta) = choice.delta.or(choice.message.map(|m| *m)) {
                 self.delta(delta, out);
             }
             if let Some(reason) = choice.finish_reason {
@@ -72,7 +73,7 @@ impl OpenAiDecoder {
         Ok(())
     }
 
-    fn delta(&mut self, delta: Delta, out: &mut Vec<TurnEvent>) {
+    fn delta(&mut self, delta: Delta<'_>, out: &mut Vec<TurnEvent>) {
         let Delta {
             content,
             reasoning_content,
@@ -99,12 +100,12 @@ impl OpenAiDecoder {
 
     /// Join one tool-call fragment to its call and stream it on as a
     /// [`TurnEvent::ToolCallDelta`] once the call's name is known.
-    fn fragment(&mut self, fragment: CallDelta, out: &mut Vec<TurnEvent>) {
+    fn fragment(&mut self, fragment: CallDelta<'_>, out: &mut Vec<TurnEvent>) {
         let id = fragment.id.filter(|id| !id.is_empty());
         let slot = self.slot(fragment.index, id.as_deref());
         let call = &mut self.calls[slot];
         if call.id.is_none() {
-            call.id = id;
+            call.id = id.map(Cow::into_owned);
         }
         let Some(function) = fragment.function else {
             return;
@@ -112,20 +113,21 @@ impl OpenAiDecoder {
         if let Some(name) = function.name.filter(|n| !n.is_empty()) {
             // Servers that repeat the name on every fragment must not double it.
             if call.name.is_empty() {
-                call.name = name;
+                call.name = name.into_owned();
             }
         }
         let new_text = match function.arguments {
-            Some(Value::String(s)) => {
+            Some(StrOrJson::Str(s)) => {
                 call.arguments.push_str(&s);
                 Some(s)
             }
-            Some(Value::Null) | None => None,
+            // (A JSON null reads as `None`.)
+            None => None,
             // Arguments sent as an object are whole; a later one replaces it.
-            Some(other) => {
+            Some(StrOrJson::Json(other)) => {
                 let text = other.to_string();
-                call.arguments_json = Some(other);
-                Some(text)
+                call.arguments_json = Some(*other);
+                Some(Cow::Owned(text))
             }
         };
         if call.name.is_empty() {
@@ -139,7 +141,7 @@ impl OpenAiDecoder {
                         index: *index,
                         id: None,
                         name: None,
-                        arguments_fragment: text,
+                        arguments_fragment: text.into_owned(),
                     });
                 }
             }
@@ -379,14 +381,16 @@ fn stop_reason(reason: &str, has_calls: bool) -> StopReason {
 
 /// The text in a delta field: a string, or the `text` of an array of parts;
 /// `None` when empty or of another shape.
-fn text_of(value: Option<Value>) -> Option<String> {
+fn text_of(value: Option<StrOrJson<'_>>) -> Option<String> {
     let text = match value? {
-        Value::String(s) => s,
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => return None,
+        StrOrJson::Str(s) => s.into_owned(),
+        StrOrJson::Json(value) => match *value {
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect(),
+            _ => return None,
+        },
     };
     (!text.is_empty()).then_some(text)
 }
@@ -395,60 +399,68 @@ fn clamp(n: Option<u64>) -> u32 {
     n.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
+/// One frame's JSON, borrowing its strings from the frame: a fragment costs
+/// no allocation until its event is built.
 #[derive(Deserialize)]
-struct Chunk {
-    #[serde(default)]
-    choices: Option<Vec<Choice>>,
+struct Chunk<'a> {
+    #[serde(borrow, default)]
+    choices: Option<Vec<Choice<'a>>>,
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
-    error: Option<Value>,
+    error: Option<Box<Value>>,
 }
 
+// A choice is moved several times per frame while serde builds it: kept
+// small (no inline `Value`), those moves stop being the main cost of a
+// tool-call fragment (they were ~20% of it at 650 bytes).
+const _: () = assert!(size_of::<Choice<'static>>() <= 160);
+
 #[derive(Deserialize)]
-struct Choice {
-    #[serde(default)]
-    delta: Option<Delta>,
-    /// A whole (non-streamed) reply carries `message` instead of `delta`.
-    #[serde(default)]
-    message: Option<Delta>,
-    #[serde(default)]
-    finish_reason: Option<String>,
+struct Choice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<Delta<'a>>,
+    /// A whole (non-streamed) reply carries `message` instead of `delta`
+    /// (boxed: it comes once, and keeps the per-fragment `Choice` small).
+    #[serde(borrow, default)]
+    message: Option<Box<Delta<'a>>>,
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
+    finish_reason: Option<Cow<'a, str>>,
 }
 
 /// Text fields are read as any JSON so that a server putting something else
 /// there (an array of parts, a reasoning object) does not fail the answer.
 #[derive(Deserialize)]
-struct Delta {
-    #[serde(default)]
-    content: Option<Value>,
-    #[serde(default)]
-    reasoning_content: Option<Value>,
-    #[serde(default)]
-    reasoning: Option<Value>,
-    #[serde(default)]
-    refusal: Option<Value>,
-    #[serde(default)]
-    tool_calls: Option<Vec<CallDelta>>,
+struct Delta<'a> {
+    #[serde(borrow, default)]
+    content: Option<StrOrJson<'a>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<StrOrJson<'a>>,
+    #[serde(borrow, default)]
+    reasoning: Option<StrOrJson<'a>>,
+    #[serde(borrow, default)]
+    refusal: Option<StrOrJson<'a>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<CallDelta<'a>>>,
 }
 
 #[derive(Deserialize)]
-struct CallDelta {
+struct CallDelta<'a> {
     #[serde(default)]
     index: Option<i64>,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    function: Option<FunctionDelta>,
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    function: Option<FunctionDelta<'a>>,
 }
 
 #[derive(Deserialize)]
-struct FunctionDelta {
-    #[serde(default)]
-    name: Option<String>,
+struct FunctionDelta<'a> {
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
+    name: Option<Cow<'a, str>>,
     /// A string fragment, or (some servers) the whole arguments object.
-    #[serde(default)]
-    arguments: Option<Value>,
+    #[serde(borrow, default)]
+    arguments: Option<StrOrJson<'a>>,
 }
 
 /// `prompt_tokens` includes the cached ones and `completion_tokens` the

@@ -3,17 +3,13 @@
 //! provider implements. No I/O happens here, so decoders are easy to snapshot
 //! and to fuzz.
 
+mod json;
 mod ndjson;
 mod sse;
 
+pub(crate) use json::{StrOrJson, borrowed_str};
 pub use ndjson::NdjsonFramer;
 pub use sse::SseFramer;
-
-use std::borrow::Cow;
-use std::fmt;
-
-use serde::Deserializer;
-use serde::de::{self, Visitor};
 
 use crate::{ProviderError, TurnEvent};
 
@@ -115,49 +111,6 @@ pub(crate) fn decode_frames(
     }
     let end = decoder.finish(&mut out);
     (out, end)
-}
-
-/// An optional string field that borrows from the frame when it holds no
-/// escapes: `#[serde(borrow, default, deserialize_with = "wire::borrowed_str")]`.
-///
-/// serde borrows a `Cow<'a, str>` field only when it is not wrapped: an
-/// `Option<Cow<'a, str>>` is always copied, one allocation per field per
-/// frame on the hot path of a stream.
-pub(crate) fn borrowed_str<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Cow<'de, str>>, D::Error> {
-    struct Borrowed<'de>(Cow<'de, str>);
-
-    impl<'de> serde::Deserialize<'de> for Borrowed<'de> {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            deserializer.deserialize_str(StrVisitor).map(Borrowed)
-        }
-    }
-
-    struct StrVisitor;
-
-    impl<'de> Visitor<'de> for StrVisitor {
-        type Value = Cow<'de, str>;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a string")
-        }
-
-        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(Cow::Borrowed(v))
-        }
-
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Cow::Owned(v.to_string()))
-        }
-
-        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(Cow::Owned(v))
-        }
-    }
-
-    let value: Option<Borrowed<'de>> = serde::Deserialize::deserialize(deserializer)?;
-    Ok(value.map(|b| b.0))
 }
 
 /// Find `needle` in `hay` starting at `from`.
