@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::error::{SchemaError, json_type};
 use super::keywords::{Holds, holds, is_annotation};
-use super::path::{Path, check_schema_depth};
+use super::path::{MAX_JSON_DEPTH, Path, check_schema_depth};
 
 /// The most JSON values an inlined schema may hold. Real tool schemas hold a few
 /// hundred; refs that reference each other twice per level would otherwise grow
@@ -28,7 +28,7 @@ pub(crate) fn inline_refs(schema: &Value) -> Result<Value, SchemaError> {
 /// [`inline_refs`] for a reader that only reads: most tool schemas have no
 /// references, and those come back as they are, not copied.
 pub(crate) fn inline_refs_if_any(schema: &Value) -> Result<Cow<'_, Value>, SchemaError> {
-    if !mentions_refs(schema) {
+    if !mentions_refs(schema, 0) {
         return Ok(Cow::Borrowed(schema));
     }
     let mut inliner = Inliner {
@@ -213,29 +213,23 @@ fn merge_siblings(
 }
 
 /// Whether any object in `value` has a key that inlining acts on. A property
-/// that happens to be named `$ref` only costs the slow path.
-fn mentions_refs(value: &Value) -> bool {
-    let mut stack = vec![value];
-    while let Some(value) = stack.pop() {
-        match value {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => {
-                let acts = [
-                    "$ref",
-                    "$dynamicRef",
-                    "$recursiveRef",
-                    "$defs",
-                    "definitions",
-                ];
-                if acts.iter().any(|key| map.contains_key(*key)) {
-                    return true;
-                }
-                stack.extend(map.values());
-            }
-            _ => {}
-        }
+/// that happens to be named `$ref` only costs the slow path. Recursive, but
+/// never past [`MAX_JSON_DEPTH`] (deeper is left to the slow path, which
+/// reports it), and without allocating: it runs on every schema shaped.
+fn mentions_refs(value: &Value, depth: usize) -> bool {
+    if depth > MAX_JSON_DEPTH {
+        return true;
     }
-    false
+    match value {
+        Value::Array(items) => items.iter().any(|item| mentions_refs(item, depth + 1)),
+        Value::Object(map) => map.iter().any(|(key, value)| {
+            matches!(
+                key.as_str(),
+                "$ref" | "$dynamicRef" | "$recursiveRef" | "$defs" | "definitions"
+            ) || mentions_refs(value, depth + 1)
+        }),
+        _ => false,
+    }
 }
 
 /// Counts the JSON values in `value`, without recursion.
