@@ -9,7 +9,7 @@ use super::error::{SchemaError, json_type};
 use super::keyword_map::{KeywordMap, Kw};
 use super::merge::{Fold, distribute_properties, fold_all_of};
 use super::path::{Path, check_schema_depth};
-use super::refs::inline_refs_if_any;
+use super::refs::{Annotations, inline_refs_if_any};
 use super::validate::{TypeList, non_negative, require_root_object, string_items};
 
 /// Shapes a tool's input schema for a grammar engine.
@@ -38,7 +38,7 @@ pub fn grammar_schema(schema: &Value, max_string_len: u32) -> Result<Value, Sche
     require_root_object(schema)?;
     // Read, never consumed: the output is built from what the grammar keeps,
     // so the descriptions and the rest are neither copied nor freed.
-    let inlined = inline_refs_if_any(schema)?;
+    let inlined = inline_refs_if_any(schema, Annotations::Drop)?;
     let shaper = Shaper {
         cap: u64::from(max_string_len),
     };
