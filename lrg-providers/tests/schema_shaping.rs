@@ -92,6 +92,25 @@ fn refs_are_inlined_with_the_keywords_beside_them() {
 }
 
 #[test]
+fn annotations_beside_a_ref_shape_as_if_inlined_by_hand() {
+    // Grammar shaping inlines without annotations; the result must not tell.
+    let with_refs = json!({"type": "object", "properties": {
+        "any": {"anyOf": [{"$ref": "#/$defs/Any", "description": "x"}, {"type": "null"}]},
+        "bare": {"$ref": "#/$defs/Any", "title": "t"},
+        "never": {"$ref": "#/$defs/Never", "description": "x"},
+        "named": {"$ref": "#/$defs/Name", "description": "beside", "default": "a"},
+    }, "$defs": {"Any": true, "Never": false,
+        "Name": {"type": "string", "description": "inside", "format": "email"}}});
+    let by_hand = json!({"type": "object", "properties": {
+        "any": {"anyOf": [{"description": "x"}, {"type": "null"}]},
+        "bare": {"title": "t"},
+        "never": false,
+        "named": {"type": "string", "description": "beside", "format": "email", "default": "a"},
+    }});
+    assert_eq!(grammar(with_refs), grammar(by_hand));
+}
+
+#[test]
 fn a_ref_whose_siblings_contradict_it_keeps_both() {
     // Both must hold (here nothing can): the first part folds in, the one that
     // disagrees stays an allOf part.
@@ -228,6 +247,37 @@ fn split_choice_keeps_shared_arguments_in_every_branch() {
                 "required": ["depth", "url"], "additionalProperties": false}),
         ]
     );
+}
+
+#[test]
+fn split_choice_gives_every_branch_the_same_keys_in_the_same_order() {
+    // The last branch is the schema itself, rewritten; the others are copies.
+    let schema = json!({"type": "object", "title": "Where",
+        "properties": {"path": {"type": "string"}, "url": {"type": "string"}, "id": {"type": "integer"}},
+        "anyOf": [{"required": ["path"]}, {"required": ["url"]}, {"required": ["id"]}],
+        "description": "One place."});
+    let branches = split_choice(schema).unwrap();
+    let keys =
+        |branch: &Value| -> Vec<String> { branch.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(branches.len(), 3);
+    for branch in &branches {
+        assert_eq!(
+            keys(branch),
+            [
+                "title",
+                "properties",
+                "description",
+                "type",
+                "required",
+                "additionalProperties"
+            ]
+        );
+    }
+    assert_eq!(
+        branches[2]["properties"],
+        json!({"id": {"type": "integer"}})
+    );
+    assert_eq!(branches[2]["required"], json!(["id"]));
 }
 
 #[test]

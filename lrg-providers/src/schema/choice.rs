@@ -55,7 +55,11 @@ pub fn split_choice(schema: Value) -> Result<Vec<Value>, SchemaError> {
         None => Vec::new(),
     };
 
+    // The last branch is made from the schema itself, not copied: a choice
+    // is most often between two arguments, so that halves the copying.
+    let last = choices.len().saturating_sub(1);
     let mut branches = Vec::with_capacity(choices.len());
+    let mut last_branch = None;
     for (index, own) in choices.iter().enumerate() {
         let others: Vec<&str> = choices
             .iter()
@@ -63,7 +67,23 @@ pub fn split_choice(schema: Value) -> Result<Vec<Value>, SchemaError> {
             .filter(|(other, _)| *other != index)
             .flat_map(|(_, n)| n.iter().copied())
             .collect();
-        let mut branch = Map::new();
+        let mut required: Vec<Value> = Vec::new();
+        for name in base_required
+            .iter()
+            .filter(|name| !others.contains(name))
+            .chain(own.iter())
+        {
+            let name = Value::String((*name).to_owned());
+            if !required.contains(&name) {
+                required.push(name);
+            }
+        }
+        if index == last {
+            let others: Vec<String> = others.into_iter().map(str::to_owned).collect();
+            last_branch = Some((others, required));
+            break;
+        }
+        let mut branch = Map::with_capacity(map.len() + 2);
         for (key, value) in map {
             match key.as_str() {
                 k if k == keyword => {}
@@ -80,23 +100,33 @@ pub fn split_choice(schema: Value) -> Result<Vec<Value>, SchemaError> {
                 }
             }
         }
-        let mut required: Vec<Value> = Vec::new();
-        for name in base_required
-            .iter()
-            .filter(|name| !others.contains(name))
-            .chain(own.iter())
-        {
-            let name = Value::String((*name).to_owned());
-            if !required.contains(&name) {
-                required.push(name);
+        close_branch(&mut branch, required);
+        branches.push(Value::Object(branch));
+    }
+    if let (Some((others, required)), Value::Object(mut branch)) = (last_branch, schema) {
+        // The same keys, in the same order, as the copied branches.
+        branch.retain(|key, value| match key.as_str() {
+            k if k == keyword => false,
+            "properties" => {
+                if let Value::Object(properties) = value {
+                    properties.retain(|name, _| !others.contains(name));
+                }
+                true
             }
-        }
-        branch.insert("type".to_owned(), Value::String("object".to_owned()));
-        branch.insert("required".to_owned(), Value::Array(required));
-        branch.insert("additionalProperties".to_owned(), Value::Bool(false));
+            "required" | "additionalProperties" | "type" => false,
+            _ => true,
+        });
+        close_branch(&mut branch, required);
         branches.push(Value::Object(branch));
     }
     Ok(branches)
+}
+
+/// Ends a branch: an object requiring `required` and nothing else.
+fn close_branch(branch: &mut Map<String, Value>, required: Vec<Value>) {
+    branch.insert("type".to_owned(), Value::String("object".to_owned()));
+    branch.insert("required".to_owned(), Value::Array(required));
+    branch.insert("additionalProperties".to_owned(), Value::Bool(false));
 }
 
 /// A choice between arguments found at the top level of a schema.

@@ -9,8 +9,8 @@ use super::error::{SchemaError, json_type};
 use super::keyword_map::{KeywordMap, Kw};
 use super::merge::{Fold, distribute_properties, fold_all_of};
 use super::path::{Path, check_schema_depth};
-use super::refs::inline_refs_if_any;
-use super::validate::{non_negative, require_root_object, string_list, type_names};
+use super::refs::{Annotations, inline_refs_if_any};
+use super::validate::{TypeList, non_negative, require_root_object, string_items};
 
 /// Shapes a tool's input schema for a grammar engine.
 ///
@@ -38,7 +38,7 @@ pub fn grammar_schema(schema: &Value, max_string_len: u32) -> Result<Value, Sche
     require_root_object(schema)?;
     // Read, never consumed: the output is built from what the grammar keeps,
     // so the descriptions and the rest are neither copied nor freed.
-    let inlined = inline_refs_if_any(schema)?;
+    let inlined = inline_refs_if_any(schema, Annotations::Drop)?;
     let shaper = Shaper {
         cap: u64::from(max_string_len),
     };
@@ -111,18 +111,18 @@ impl Shaper {
 
         let mut types = map
             .get(Kw::Type)
-            .map(|value| type_names(value, path))
+            .map(|value| TypeList::read(value, path))
             .transpose()?;
         if types.is_none() {
             types = match position {
                 // A tool's input is an object, whatever its schema forgot to say.
-                Position::Root => Some(vec!["object".to_owned()]),
+                Position::Root => Some(TypeList::one("object")),
                 Position::Value => inferred_type(&map),
                 Position::Branch => None,
             };
         }
         let allows = |name: &str| {
-            types.as_ref().is_none_or(|types| {
+            types.is_none_or(|types| {
                 types
                     .iter()
                     .any(|t| t == name || (name == "number" && t == "integer"))
@@ -131,8 +131,8 @@ impl Shaper {
         let has_combinator = map.has_any(&[Kw::AnyOf, Kw::OneOf, Kw::AllOf]);
 
         let mut out = Map::with_capacity(8);
-        if let Some(types) = &types {
-            out.insert("type".to_owned(), types_value(types));
+        if let Some(types) = types {
+            out.insert("type".to_owned(), types.to_value());
         }
         let limited = map.has_any(&[Kw::Enum, Kw::Const]);
         if let Some(values) = map.take(Kw::Enum) {
@@ -150,9 +150,7 @@ impl Shaper {
         }
 
         if allows("object") {
-            let explicit_object = types
-                .as_ref()
-                .is_some_and(|t| t.iter().any(|t| t == "object"));
+            let explicit_object = types.is_some_and(|t| t.contains("object"));
             let context = ObjectContext {
                 position,
                 has_combinator,
@@ -237,7 +235,7 @@ impl Shaper {
             None => None,
             Some(Value::Object(properties)) => {
                 let at = path.key("properties");
-                let mut shaped = Map::new();
+                let mut shaped = Map::with_capacity(properties.len());
                 for (name, schema) in properties {
                     let value = self.shape(schema, &at.key(name), depth + 1, Position::Value)?;
                     shaped.insert(name.clone(), value);
@@ -254,13 +252,14 @@ impl Shaper {
         };
         let mut undeclared = Vec::new();
         if let Some(required) = map.take(Kw::Required) {
-            let names = string_list(required, path, "required")?;
+            let names = string_items(required, path, "required")?;
             if let Some(properties) = &properties {
                 undeclared.extend(
                     names
                         .iter()
-                        .filter(|name| !properties.contains_key(**name))
-                        .map(|name| (*name).to_owned()),
+                        .filter_map(Value::as_str)
+                        .filter(|name| !properties.contains_key(*name))
+                        .map(str::to_owned),
                 );
             }
             if !names.is_empty() {
@@ -271,6 +270,9 @@ impl Shaper {
         if let Some(mut properties) = properties {
             // A required name the schema forgot to declare was allowed as an
             // additional property; closing the object must not make it impossible.
+            // A schema given for them is shaped even when no name needs it (its
+            // errors are the schema's errors); "anything" is copied only for a
+            // name that needs it, which few objects have.
             let value = match &additional {
                 Some(Value::Bool(false)) => None,
                 Some(schema @ Value::Object(_)) => Some(self.shape(
@@ -279,6 +281,7 @@ impl Shaper {
                     depth + 1,
                     Position::Value,
                 )?),
+                _ if undeclared.is_empty() => None,
                 _ => Some(self.any_value()),
             };
             if let Some(value) = value {
@@ -439,7 +442,7 @@ impl Shaper {
 }
 
 /// The type a schema without `type` evidently means, from its keywords.
-fn inferred_type(map: &KeywordMap) -> Option<Vec<String>> {
+fn inferred_type(map: &KeywordMap) -> Option<TypeList> {
     if map.has_any(&[Kw::AnyOf, Kw::OneOf, Kw::AllOf, Kw::Enum, Kw::Const]) {
         return None;
     }
@@ -457,14 +460,7 @@ fn inferred_type(map: &KeywordMap) -> Option<Vec<String>> {
     } else {
         return None;
     };
-    Some(vec![name.to_owned()])
-}
-
-fn types_value(types: &[String]) -> Value {
-    match types {
-        [single] => Value::String(single.clone()),
-        _ => Value::Array(types.iter().cloned().map(Value::String).collect()),
-    }
+    Some(TypeList::one(name))
 }
 
 fn invalid(path: &Path<'_>, keyword: &str, reason: String) -> SchemaError {

@@ -3,8 +3,8 @@
 //!
 //! Most keywords are absent from most schema objects, and asking the map for
 //! each one would hash its name every time (the shaper asks about twenty
-//! questions per object). One scan of the keys answers all of them; only a
-//! keyword that is present is looked up.
+//! questions per object). One scan of the entries answers all of them and
+//! keeps the values found, so nothing is hashed.
 
 use serde_json::{Map, Value};
 
@@ -79,7 +79,28 @@ impl Kw {
     }
 
     fn of(name: &str) -> Option<Kw> {
-        Kw::ALL.into_iter().find(|kw| kw.name() == name)
+        // A match compiles to a switch on the length, then one comparison.
+        Some(match name {
+            "type" => Kw::Type,
+            "enum" => Kw::Enum,
+            "const" => Kw::Const,
+            "properties" => Kw::Properties,
+            "patternProperties" => Kw::PatternProperties,
+            "required" => Kw::Required,
+            "additionalProperties" => Kw::AdditionalProperties,
+            "items" => Kw::Items,
+            "prefixItems" => Kw::PrefixItems,
+            "additionalItems" => Kw::AdditionalItems,
+            "minItems" => Kw::MinItems,
+            "maxItems" => Kw::MaxItems,
+            "minLength" => Kw::MinLength,
+            "maxLength" => Kw::MaxLength,
+            "pattern" => Kw::Pattern,
+            "anyOf" => Kw::AnyOf,
+            "oneOf" => Kw::OneOf,
+            "allOf" => Kw::AllOf,
+            _ => return None,
+        })
     }
 
     fn bit(self) -> u32 {
@@ -87,20 +108,30 @@ impl Kw {
     }
 }
 
-/// A schema object and which tracked keywords it has (and has not read yet).
+/// A schema object, the values of the tracked keywords it has, and which of
+/// them it has not read yet.
 pub(crate) struct KeywordMap<'m> {
     map: &'m Map<String, Value>,
+    values: [Option<&'m Value>; Kw::ALL.len()],
     present: u32,
 }
 
 impl<'m> KeywordMap<'m> {
-    /// Scans `map`'s keys once.
+    /// Scans `map`'s entries once.
     pub(crate) fn new(map: &'m Map<String, Value>) -> Self {
-        let present = map
-            .keys()
-            .filter_map(|key| Kw::of(key))
-            .fold(0, |bits, kw| bits | kw.bit());
-        Self { map, present }
+        let mut values = [None; Kw::ALL.len()];
+        let mut present = 0;
+        for (key, value) in map {
+            if let Some(kw) = Kw::of(key) {
+                present |= kw.bit();
+                values[kw as usize] = Some(value);
+            }
+        }
+        Self {
+            map,
+            values,
+            present,
+        }
     }
 
     /// The whole object.
@@ -121,7 +152,7 @@ impl<'m> KeywordMap<'m> {
     /// The value of `kw`, if present.
     pub(crate) fn get(&self, kw: Kw) -> Option<&'m Value> {
         if self.has(kw) {
-            self.map.get(kw.name())
+            self.values[kw as usize]
         } else {
             None
         }

@@ -97,54 +97,55 @@ pub(crate) fn drop_flat(value: Value) {
     }
 }
 
-/// Checks, without recursion, that `value` nests no deeper than [`MAX_JSON_DEPTH`].
+/// Checks that `value` nests no deeper than [`MAX_JSON_DEPTH`].
 ///
 /// Every recursive walk in this module is bounded by its own depth counter too;
 /// this check runs first so that even cloning or dropping a hostile value inside a
-/// walk cannot exhaust the stack.
+/// walk cannot exhaust the stack. It recurses, but stops at the depth it checks
+/// for, and allocates only to report a failure: it runs on every schema shaped.
 pub(crate) fn check_json_depth(value: &Value) -> Result<(), SchemaError> {
-    enum Frame<'v> {
-        Object(serde_json::map::Iter<'v>),
-        Array(std::iter::Enumerate<std::slice::Iter<'v, Value>>),
-    }
-    fn frame(value: &Value) -> Option<Frame<'_>> {
-        match value {
-            Value::Object(map) => Some(Frame::Object(map.iter())),
-            Value::Array(items) => Some(Frame::Array(items.iter().enumerate())),
-            _ => None,
+    match too_deep(value, 0) {
+        None => Ok(()),
+        Some(mut segments) => {
+            segments.reverse();
+            Err(SchemaError::TooDeep {
+                path: render_segments(&segments),
+                limit: MAX_JSON_DEPTH,
+            })
         }
     }
-    let mut stack: Vec<Frame<'_>> = frame(value).into_iter().collect();
-    let mut segments: Vec<Segment<'_>> = Vec::new();
-    while let Some(top) = stack.last_mut() {
-        let next = match top {
-            Frame::Object(iter) => iter
-                .next()
-                .map(|(key, child)| (Segment::Key(key.as_str()), child)),
-            Frame::Array(iter) => iter
-                .next()
-                .map(|(index, child)| (Segment::Index(index), child)),
-        };
-        match next {
-            None => {
-                stack.pop();
-                segments.pop();
-            }
-            Some((segment, child)) => {
-                if let Some(child_frame) = frame(child) {
-                    segments.push(segment);
-                    if stack.len() >= MAX_JSON_DEPTH {
-                        return Err(SchemaError::TooDeep {
-                            path: render_segments(&segments),
-                            limit: MAX_JSON_DEPTH,
-                        });
-                    }
-                    stack.push(child_frame);
-                }
-            }
-        }
+}
+
+/// The path (innermost segment first) to the first array or object inside
+/// `value`, itself `depth` levels down, that sits [`MAX_JSON_DEPTH`] levels deep.
+fn too_deep(value: &Value, depth: usize) -> Option<Vec<Segment<'_>>> {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(key, child)| too_deep_below(Segment::Key(key), child, depth + 1)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(index, child)| too_deep_below(Segment::Index(index), child, depth + 1)),
+        _ => None,
     }
-    Ok(())
+}
+
+/// [`too_deep`] for `child`, reached through `segment`, `depth` levels down.
+fn too_deep_below<'v>(
+    segment: Segment<'v>,
+    child: &'v Value,
+    depth: usize,
+) -> Option<Vec<Segment<'v>>> {
+    if !matches!(child, Value::Object(_) | Value::Array(_)) {
+        return None;
+    }
+    if depth >= MAX_JSON_DEPTH {
+        return Some(vec![segment]);
+    }
+    let mut trail = too_deep(child, depth)?;
+    trail.push(segment);
+    Some(trail)
 }
 
 /// Fails with [`SchemaError::TooDeep`] when a walk is `depth` subschema levels

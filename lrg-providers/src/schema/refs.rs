@@ -13,28 +13,44 @@ use serde_json::{Map, Value};
 
 use super::error::{SchemaError, json_type};
 use super::keywords::{Holds, holds, is_annotation};
-use super::path::{Path, check_schema_depth};
+use super::path::{MAX_JSON_DEPTH, Path, check_schema_depth};
 
 /// The most JSON values an inlined schema may hold. Real tool schemas hold a few
 /// hundred; refs that reference each other twice per level would otherwise grow
 /// without practical bound.
 pub(crate) const MAX_NODES: usize = 100_000;
 
+/// Whether inlining keeps the keywords that only annotate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Annotations {
+    /// Kept: the result is the whole schema.
+    Keep,
+    /// Left out (`description`, `title`, `default`, `format`, ...; see
+    /// [`is_annotation`]): for a reader that drops them anyway, which then
+    /// neither copies nor frees them.
+    Drop,
+}
+
 /// Returns `schema` with every `$ref` inlined and `$defs`/`definitions` removed.
 pub(crate) fn inline_refs(schema: &Value) -> Result<Value, SchemaError> {
-    inline_refs_if_any(schema).map(Cow::into_owned)
+    inline_refs_if_any(schema, Annotations::Keep).map(Cow::into_owned)
 }
 
 /// [`inline_refs`] for a reader that only reads: most tool schemas have no
-/// references, and those come back as they are, not copied.
-pub(crate) fn inline_refs_if_any(schema: &Value) -> Result<Cow<'_, Value>, SchemaError> {
-    if !mentions_refs(schema) {
+/// references, and those come back as they are, not copied (annotations and
+/// all, whatever `annotations` says).
+pub(crate) fn inline_refs_if_any(
+    schema: &Value,
+    annotations: Annotations,
+) -> Result<Cow<'_, Value>, SchemaError> {
+    if !mentions_refs(schema, 0) {
         return Ok(Cow::Borrowed(schema));
     }
     let mut inliner = Inliner {
         root: schema,
         active: vec![String::new()],
         budget: MAX_NODES,
+        annotations,
     };
     inliner.schema(schema, &Path::ROOT, 0).map(Cow::Owned)
 }
@@ -45,6 +61,7 @@ struct Inliner<'r> {
     /// of them again means the reference is recursive.
     active: Vec<String>,
     budget: usize,
+    annotations: Annotations,
 }
 
 impl<'r> Inliner<'r> {
@@ -74,8 +91,9 @@ impl<'r> Inliner<'r> {
             // with the keyword it sits under.
             return Ok(node.clone());
         };
-        let mut out = Map::new();
+        let mut out = Map::with_capacity(map.len());
         let mut reference = None;
+        let mut dropped_annotation = false;
         for (keyword, value) in map {
             match keyword.as_str() {
                 "$ref" | "$dynamicRef" | "$recursiveRef" => {
@@ -94,6 +112,12 @@ impl<'r> Inliner<'r> {
                 _ => {}
             }
             let at = path.key(keyword);
+            if self.annotations == Annotations::Drop && is_annotation(keyword) {
+                // Counted as if copied, so the size limit means the same.
+                self.spend(count_values(value), &at)?;
+                dropped_annotation = true;
+                continue;
+            }
             let shaped = match (holds(keyword), value) {
                 (Holds::One, _) | (Holds::OneOrList, Value::Object(_) | Value::Bool(_)) => {
                     self.schema(value, &at, depth + 1)?
@@ -106,7 +130,7 @@ impl<'r> Inliner<'r> {
                     Value::Array(list)
                 }
                 (Holds::Map, Value::Object(entries)) => {
-                    let mut shaped = Map::new();
+                    let mut shaped = Map::with_capacity(entries.len());
                     for (name, item) in entries {
                         shaped.insert(name.clone(), self.schema(item, &at.key(name), depth + 1)?);
                     }
@@ -123,7 +147,7 @@ impl<'r> Inliner<'r> {
             None => Ok(Value::Object(out)),
             Some(reference) => {
                 let target = self.expand(reference, path, depth)?;
-                merge_siblings(target, out, reference, path)
+                merge_siblings(target, out, dropped_annotation, reference, path)
             }
         }
     }
@@ -171,13 +195,16 @@ impl<'r> Inliner<'r> {
 
 /// Combines what a `$ref` points to with the keywords written beside it (allowed
 /// since draft 2019-09, and what schemars emits for documented fields).
+/// `dropped_annotation`: there were annotations beside it too, left out; the
+/// result has the form it would have with them.
 fn merge_siblings(
     target: Value,
     siblings: Map<String, Value>,
+    dropped_annotation: bool,
     reference: &str,
     path: &Path<'_>,
 ) -> Result<Value, SchemaError> {
-    if siblings.is_empty() {
+    if siblings.is_empty() && !dropped_annotation {
         return Ok(target);
     }
     let mut target = match target {
@@ -213,33 +240,31 @@ fn merge_siblings(
 }
 
 /// Whether any object in `value` has a key that inlining acts on. A property
-/// that happens to be named `$ref` only costs the slow path.
-fn mentions_refs(value: &Value) -> bool {
-    let mut stack = vec![value];
-    while let Some(value) = stack.pop() {
-        match value {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => {
-                let acts = [
-                    "$ref",
-                    "$dynamicRef",
-                    "$recursiveRef",
-                    "$defs",
-                    "definitions",
-                ];
-                if acts.iter().any(|key| map.contains_key(*key)) {
-                    return true;
-                }
-                stack.extend(map.values());
-            }
-            _ => {}
-        }
+/// that happens to be named `$ref` only costs the slow path. Recursive, but
+/// never past [`MAX_JSON_DEPTH`] (deeper is left to the slow path, which
+/// reports it), and without allocating: it runs on every schema shaped.
+fn mentions_refs(value: &Value, depth: usize) -> bool {
+    if depth > MAX_JSON_DEPTH {
+        return true;
     }
-    false
+    match value {
+        Value::Array(items) => items.iter().any(|item| mentions_refs(item, depth + 1)),
+        Value::Object(map) => map.iter().any(|(key, value)| {
+            matches!(
+                key.as_str(),
+                "$ref" | "$dynamicRef" | "$recursiveRef" | "$defs" | "definitions"
+            ) || mentions_refs(value, depth + 1)
+        }),
+        _ => false,
+    }
 }
 
 /// Counts the JSON values in `value`, without recursion.
 pub(crate) fn count_values(value: &Value) -> usize {
+    if !matches!(value, Value::Array(_) | Value::Object(_)) {
+        // Most values counted are strings: no stack for them.
+        return 1;
+    }
     let mut count = 0;
     let mut stack = vec![value];
     while let Some(value) = stack.pop() {
