@@ -1,7 +1,7 @@
 //! The cost `ToolHost` adds to a tool call: name lookup, the argument check
 //! against the input schema (jsonschema), and the trip to the tool. Measured
-//! for a Rust function tool, an in-process rmcp server (full MCP protocol over
-//! an in-memory pipe), a rejected call (the error message repeating the
+//! for a Rust function tool, an in-process rmcp server (full MCP protocol, its
+//! JSON-RPC messages handed over channels), a rejected call (the error message repeating the
 //! schema), and a listing of 101 tools (`list_shared`, what the session asks
 //! for before every model turn).
 
