@@ -119,7 +119,8 @@ fn jsonl(c: &mut Criterion) {
     group.bench_function("load_10000_rows", |b| {
         b.iter(|| rt.block_on(store.load(&big.id)).unwrap())
     });
-    // A resume trims the file: each one starts from the full 10,000 rows.
+    // A bounded resume archives the older rows and rewrites the file: each
+    // one starts from the full 10,000 rows.
     group.bench_function("resume_10000_rows", |b| {
         b.iter_batched(
             || {
@@ -132,6 +133,72 @@ fn jsonl(c: &mut Criterion) {
             },
             BatchSize::PerIteration,
         )
+    });
+    // The default resume keeps every row: a read, no rewrite.
+    group.bench_function("resume_10000_rows_whole", |b| {
+        b.iter_batched(
+            || {
+                std::fs::write(&path, &bytes).unwrap();
+            },
+            |()| {
+                let s = rt.block_on(store.resume(&big.id, usize::MAX)).unwrap();
+                rt.block_on(store.release(&big.id));
+                s
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+/// What persisting before publishing costs a chat: one message (a call
+/// turn, its result, the answer) on a JSONL store, from `send` to the
+/// message being accepted (kept, its `user_message` shown: what an HTTP
+/// `202` waits for) and to the end of the message. The fsyncs per message
+/// are those a step paid before, moved ahead of the events.
+fn kept_message(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::TempDir::new().unwrap();
+    let store: Arc<dyn SessionStore> = Arc::new(JsonlStore::new(dir.path()));
+    let turns = |n: usize| {
+        let mut turns = Vec::new();
+        for _ in 0..n {
+            turns.push(
+                serde_json::from_value(json!({"calls": [{"name": "look", "arguments": {}}]}))
+                    .unwrap(),
+            );
+            turns.push(serde_json::from_value(json!({"text": "done"})).unwrap());
+        }
+        ScriptedModel::new(turns)
+    };
+    let session = |n: usize| {
+        let meta = SessionMeta::new(ModelBinding::new("bench:model"));
+        rt.block_on(store.create(&meta)).unwrap();
+        ChatSession::builder(Arc::new(FixedModel::new(turns(n))))
+            .store(store.clone(), meta.id)
+            .build()
+    };
+    let mut group = c.benchmark_group("session_kept");
+    let chat = session(100_000);
+    // Timed to the acceptance only; the rest of the message runs untimed.
+    group.bench_function("send_to_accepted", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    let mut handle = chat.send("look").unwrap();
+                    assert!(handle.accepted().await);
+                    total += start.elapsed();
+                    handle.await;
+                }
+                total
+            })
+        })
+    });
+    let chat = session(100_000);
+    group.bench_function("message_with_one_call", |b| {
+        b.iter(|| rt.block_on(async { chat.send("look").unwrap().await }))
     });
     group.finish();
 }
@@ -241,7 +308,7 @@ fn postgres(c: &mut Criterion) {
 #[cfg(not(feature = "postgres"))]
 fn postgres(_: &mut Criterion) {}
 
-criterion_group!(benches, jsonl, postgres);
+criterion_group!(benches, jsonl, kept_message, postgres);
 
 fn main() {
     idle_sessions();

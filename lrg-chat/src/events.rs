@@ -27,6 +27,11 @@
 //! [`Event::Stopped`], an [`Event::Error`], or a retrying [`Event::Warning`],
 //! after which what was streamed is dropped).
 //!
+//! In a session kept in a store, a numbered event that reports a change to
+//! the conversation (`user_message`, `assistant_turn`, `tool_done`,
+//! `tool_skipped`, `rewound`) is published only once that change is durable,
+//! so what a viewer saw, a resume has (see `session/persist.rs`).
+//!
 //! A subscriber that falls more than [`LAG_LIMIT`] events behind the live
 //! stream is sent [`Event::Resync`] and dropped; it reconnects with `after=`
 //! and catches up from the log.

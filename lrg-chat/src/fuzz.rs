@@ -30,3 +30,11 @@ pub fn mcp_config(data: &[u8]) {
         "from_json and from_value read different servers"
     );
 }
+
+/// Target `http_bodies`: byte 0 picks a route of the HTTP API (open,
+/// message, switch, approval, permissions), the rest is its request body,
+/// read strictly as the route reads it. No panic; what is taken is one JSON
+/// object; what is refused is a 400 or a 413.
+pub fn http_bodies(data: &[u8]) {
+    crate::http::http_bodies(data);
+}

@@ -44,8 +44,12 @@ pub struct RegistryConfig {
     pub idle: Duration,
     /// How many sessions may be live at once.
     pub max_live: usize,
-    /// How many history rows a resumed session keeps.
-    pub resume_rows: usize,
+    /// How many history rows a resumed session keeps in its live file;
+    /// `None` (the default): all of them. With a bound, the older rows move
+    /// to an archive beside the session at resume ([`SessionStore::resume`]),
+    /// never deleted. What a model sees is decided by context fitting
+    /// either way.
+    pub max_kept_rows: Option<usize>,
 }
 
 impl Default for RegistryConfig {
@@ -53,7 +57,7 @@ impl Default for RegistryConfig {
         Self {
             idle: IDLE,
             max_live: MAX_LIVE,
-            resume_rows: RESUME_ROWS,
+            max_kept_rows: None,
         }
     }
 }
@@ -71,9 +75,10 @@ impl RegistryConfig {
         self
     }
 
-    /// The same config with another resume bound.
-    pub fn resume_rows(mut self, rows: usize) -> Self {
-        self.resume_rows = rows;
+    /// The same config with a bound on the rows a resumed session keeps
+    /// live (`None`: all; see [`RegistryConfig::max_kept_rows`]).
+    pub fn max_kept_rows(mut self, rows: Option<usize>) -> Self {
+        self.max_kept_rows = rows;
         self
     }
 }
@@ -364,6 +369,12 @@ impl SessionRegistry {
         // chat starts unsaved and says so (see `create`).
         let found = match store.find(&keys).await {
             Ok(found) => found,
+            // A damaged chat under these keys is refused, never replaced
+            // by a new one: a second chat for one key is what must not be.
+            Err(e) if e.is_damage() => {
+                tracing::error!("the stored chat of these keys cannot be read: {e}");
+                return Err(e.into());
+            }
             Err(e) => {
                 tracing::warn!("session store search failed: {e}");
                 None
@@ -388,7 +399,16 @@ impl SessionRegistry {
                 .await
                 .map(|o| (o, Some(extra)));
         }
-        let stored = store.resume(&id, self.config.resume_rows).await?;
+        let max_rows = self.config.max_kept_rows.unwrap_or(RESUME_ROWS);
+        let stored = match store.resume(&id, max_rows).await {
+            Ok(stored) => stored,
+            Err(e) => {
+                if e.is_damage() {
+                    tracing::error!("the stored chat of these keys cannot be resumed: {e}");
+                }
+                return Err(e.into());
+            }
+        };
         let mut meta = stored.meta.clone();
         meta.model = request.model.clone();
         let rows = stored.rows.len();

@@ -99,8 +99,19 @@ pub struct Transcript {
 }
 
 impl Transcript {
-    /// The transcript of `history`.
+    /// The transcript of `history`, bounded ([`MAX_ROWS`], [`MAX_BYTES`]).
     pub fn of(history: &[Message]) -> Self {
+        Self::within(history, MAX_ROWS, MAX_BYTES)
+    }
+
+    /// The transcript of the whole of `history`, for a reader on this
+    /// machine (`lrg sessions show`): every row, each still clipped to
+    /// [`ROW_BYTES`].
+    pub fn whole(history: &[Message]) -> Self {
+        Self::within(history, usize::MAX, usize::MAX)
+    }
+
+    fn within(history: &[Message], max_rows: usize, max_bytes: usize) -> Self {
         let results: HashMap<&str, &ToolResult> = history
             .iter()
             .filter(|m| m.role == Role::Tool)
@@ -159,10 +170,10 @@ impl Transcript {
             }
         }
         let mut kept = Vec::new();
-        let mut bytes = 0;
+        let mut bytes: usize = 0;
         for row in all.iter().rev() {
             let size = serde_json::to_string(row).map_or(ROW_BYTES, |s| s.len());
-            if kept.len() == MAX_ROWS || bytes + size > MAX_BYTES {
+            if kept.len() == max_rows || bytes.saturating_add(size) > max_bytes {
                 break;
             }
             bytes += size;

@@ -30,3 +30,31 @@ fn mcp_config_seeds() {
     }
     assert!(parsed >= 3, "only {parsed} seeds are valid configs");
 }
+
+/// The seed corpus of the `http_bodies` fuzz target
+/// (`fuzz/corpus/http_bodies/`): byte 0 picks the route, the rest is its
+/// body. Every seed passes the target's checks, and every route has one.
+#[test]
+fn http_bodies_seeds() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/http_bodies");
+    let mut seeds: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_file())
+        .collect();
+    seeds.sort();
+    assert!(
+        seeds.len() >= 10,
+        "only {} seeds in {}",
+        seeds.len(),
+        dir.display()
+    );
+    let mut routes = std::collections::BTreeSet::new();
+    for seed in &seeds {
+        let data = std::fs::read(seed).unwrap();
+        routes.insert(data.first().copied().unwrap_or_default() % 5);
+        let outcome = std::panic::catch_unwind(|| lrg_chat::fuzz::http_bodies(&data));
+        assert!(outcome.is_ok(), "fuzz checks failed on {}", seed.display());
+    }
+    assert_eq!(routes.len(), 5, "every route's body has a seed");
+}

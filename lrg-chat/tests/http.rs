@@ -906,3 +906,137 @@ async fn shutdown_lets_a_running_tool_finish_and_records_it() {
     let (s, _) = h.get(&chat, "/transcript").await;
     assert_eq!(s, 403);
 }
+
+/// Issue 24 §1 at the library's boundary: a chat token switches only to an
+/// available model of its menu, and the resolver is not even asked for
+/// another; the agent token opens a model that names a program or a path
+/// only when the menu offers it or the server allows model specs.
+#[tokio::test]
+async fn models_a_request_may_name() {
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let seen = asked.clone();
+    let opener = std::sync::Arc::new(lrg_chat::http::StandardOpener::new(move |id: &str| {
+        seen.lock().unwrap().push(id.to_string());
+        let model = match id {
+            "script:first" | "acp:agent" => Ok(scripted("first", vec![text("hi")])),
+            _ => Err(lrg_providers::ProviderError::Config {
+                message: format!("cannot read {id}: the secret text of the file"),
+            }),
+        };
+        Box::pin(async move { model })
+    }));
+    let menu = std::sync::Arc::new(lrg_chat::http::StaticMenu(vec![
+        lrg_chat::http::MenuEntry::available(
+            "script",
+            "first",
+            lrg_providers::ModelLocation::Local,
+        ),
+        lrg_chat::http::MenuEntry::unavailable(
+            "script",
+            "off",
+            lrg_providers::ModelLocation::Local,
+            "not now",
+        ),
+    ]));
+    let server = |allow: bool| {
+        lrg_chat::http::ChatServer::new(
+            lrg_chat::http::HttpConfig::try_new(AGENT)
+                .unwrap()
+                .allow_model_specs(allow),
+            opener.clone(),
+            menu.clone(),
+        )
+    };
+    let strict = server(false);
+    let app = strict.router();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = reqwest::Client::new();
+    let open = |body: Value| {
+        client
+            .post(format!("{base}/v1/chat/sessions"))
+            .bearer_auth(AGENT)
+            .json(&body)
+            .send()
+    };
+    let r = open(json!({"model": "script:first"})).await.unwrap();
+    assert_eq!(r.status(), 201);
+    let chat = Chat::of(&r.json().await.unwrap());
+    for model in [
+        "acp:agent",
+        "script:off",
+        "script:/etc/passwd",
+        "llama:x.gguf",
+    ] {
+        let r = open(json!({"model": model})).await.unwrap();
+        assert_eq!(r.status(), 400, "{model}");
+        let v: Value = r.json().await.unwrap();
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("--allow-model-specs"),
+            "{v}"
+        );
+    }
+    for model in [
+        "acp:agent",
+        "script:off",
+        "script:/etc/passwd",
+        "openai:gpt-4.1",
+    ] {
+        let r = client
+            .post(format!("{base}/v1/chat/sessions/{}/model", chat.id))
+            .bearer_auth(&chat.token)
+            .json(&json!({"model": model, "confirm": true}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{model}");
+        let v: Value = r.json().await.unwrap();
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("`model`: not one of this chat's models"),
+            "{v}"
+        );
+    }
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["script:first"],
+        "nothing else was resolved"
+    );
+
+    // Allowed, the agent opens what it names; a failure is one fixed answer.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = server(true).router();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let open = |body: Value| {
+        client
+            .post(format!("{base}/v1/chat/sessions"))
+            .bearer_auth(AGENT)
+            .json(&body)
+            .send()
+    };
+    assert_eq!(
+        open(json!({"model": "acp:agent"})).await.unwrap().status(),
+        201
+    );
+    let a = open(json!({"model": "script:/a"})).await.unwrap();
+    assert_eq!(a.status(), 400);
+    let a = a.text().await.unwrap();
+    let b = open(json!({"model": "replay:/b"}))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(a, b);
+    assert!(!a.contains("secret"), "{a}");
+    // A weak token is refused by `try_new`.
+    let weak = lrg_chat::http::HttpConfig::try_new("a").unwrap_err();
+    assert!(weak.to_string().contains("openssl rand -hex 16"), "{weak}");
+}

@@ -592,6 +592,7 @@ async fn http_server_gone_gives_error_and_warning_then_reconnects() {
         let host = ToolHost::with_options(ToolHostOptions {
             connect_timeout: Duration::from_secs(10),
             call_timeout: Duration::from_secs(10),
+            ..Default::default()
         });
         let cfg = HttpServerConfig::new(url.clone()).header("x-api-key", "secret-key");
         host.add_mcp_server("web", McpServerConfig::Http(cfg))

@@ -58,8 +58,9 @@ pub enum Command {
     /// Serve the chat page and the HTTP API (/v1/chat/*); prints the page URL
     ///
     /// Opens a first chat and prints its page URL (the chat token is in the fragment). More
-    /// chats are opened with POST /v1/chat/sessions and the agent token: $LRG_AGENT_TOKEN, or
-    /// a fresh one written to a file only you can read, whose path is printed.
+    /// chats are opened with POST /v1/chat/sessions and the agent token: $LRG_AGENT_TOKEN (32
+    /// characters or more, e.g. from `openssl rand -hex 16`), or a fresh one written to a file
+    /// only you can read, whose path is printed.
     #[command(after_help = format!("{}\n\n{EXIT_CODES}", model_help()))]
     Serve(ServeArgs),
     /// Serve a small demo MCP server (notes) over stdio, for trying lrg offline
@@ -107,6 +108,10 @@ pub struct ModelArgs {
     /// images of messages and tool results; without it images reach the model as short notes
     #[arg(long, value_name = "FILE", env = "LRG_MMPROJ", hide_env_values = true)]
     pub mmproj: Option<std::path::PathBuf>,
+    /// Seconds a model's server may take to begin an answer, and then to send each next part
+    /// of it, before the attempt fails (retried within 3 minutes) [default: 60]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub model_timeout: Option<std::time::Duration>,
 }
 
 /// How the model samples its answers; each unset one is left to the model.
@@ -176,6 +181,32 @@ pub struct ToolArgs {
     /// An MCP server to start over stdio, as a shell-quoted command line (repeatable)
     #[arg(long, value_name = "'COMMAND ARGS...'")]
     pub mcp: Vec<String>,
+    /// The largest tool result taken (bytes, or with KiB/MiB); a larger one is an error that
+    /// names its size [default: 8MiB]
+    #[arg(long, value_name = "SIZE", value_parser = byte_size)]
+    pub max_tool_result: Option<usize>,
+}
+
+/// A size in bytes: `8388608`, `512KiB`, `8MiB` (also `K`/`KB`/`M`/`MB`, as binary units).
+pub fn byte_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => 1024.0 * 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(format!("`{s}` is not a size (try 8MiB or 512KiB)")),
+    };
+    match number.parse::<f64>() {
+        Ok(n) if n > 0.0 && (n * scale) <= (1u64 << 40) as f64 && n * scale >= 1.0 => {
+            Ok((n * scale) as usize)
+        }
+        _ => Err(format!("`{s}` is not a size above 0 (try 8MiB or 512KiB)")),
+    }
 }
 
 impl ToolArgs {
@@ -371,6 +402,10 @@ pub struct SessionArgs {
     /// Keep this chat under KEY and resume it next time (yours: the client key is your OS user)
     #[arg(long, value_name = "KEY")]
     pub session: Option<String>,
+    /// Keep at most N history rows of a resumed chat live; older ones move to an archive file
+    /// beside it (`<chat>.jsonl.archive-<n>`), never deleted [default: all rows kept]
+    #[arg(long, value_name = "N", requires = "session", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_kept_rows: Option<u64>,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -435,9 +470,42 @@ pub struct ServeArgs {
     /// Open the page in a browser
     #[arg(long)]
     pub open: bool,
+    /// Let the agent token open chats on any model id, including ones that run a program or
+    /// read a path here (acp:COMMAND, script:FILE, replay:FILE, llama:FILE, mlx:DIR, agent
+    /// CLIs); without it, only the models `lrg models` lists and --model. Chat tokens never can
+    #[arg(long)]
+    pub allow_model_specs: bool,
+    /// Connections open at once; when full, the longest-idle one is closed to make room, and
+    /// event streams are kept [default: the open-files limit less a quarter of it, at least
+    /// 64, kept for files and tool servers]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
+    /// Seconds a request's headers may take to arrive before the connection is closed
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = seconds)]
+    pub header_timeout: std::time::Duration,
+    /// Seconds a request's body may take to arrive (then 408)
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = seconds)]
+    pub body_timeout: std::time::Duration,
+    /// Seconds a kept-alive connection may sit idle before it is closed
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = seconds)]
+    pub idle_timeout: std::time::Duration,
+    /// Keep at most N history rows of a resumed keyed chat live; older ones move to an archive
+    /// file beside it (`<chat>.jsonl.archive-<n>`), never deleted [default: all rows kept]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_kept_rows: Option<u64>,
     /// Where chats opened with client_key and context_key are kept, to be resumed by them
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// A positive number of seconds (`10`, `0.5`).
+fn seconds(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 86_400.0 => Ok(std::time::Duration::from_secs_f64(secs)),
+        _ => Err(format!(
+            "expected seconds above 0 (at most a day), got `{s}`"
+        )),
+    }
 }
 
 /// The exit codes of `lrg test`.

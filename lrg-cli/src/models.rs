@@ -16,6 +16,7 @@ pub async fn models(args: ModelsArgs) -> Result<Exit, CliError> {
         local_only: args.local_only,
         tool_format: None,
         mmproj: None,
+        model_timeout: None,
     };
     crate::out::print(catalog_table(&model_args, args.json).await);
     Ok(Exit::Replied)

@@ -26,6 +26,12 @@ pub fn connections(args: &ModelArgs, provider: Option<Provider>) -> Connections 
     if let Some(mode) = args.tool_format {
         connections = connections.with_tool_mode(mode);
     }
+    if let Some(timeout) = args.model_timeout {
+        // Both the wait for an answer to begin and the silence between its parts.
+        connections = connections.with_transport(
+            lrg_providers::transport::TransportConfig::default().with_idle_timeout(timeout),
+        );
+    }
     if let Some(url) = non_empty(args.base_url.as_deref()) {
         let servers: Vec<Provider> = match provider {
             Some(p) => vec![p],

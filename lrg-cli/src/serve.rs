@@ -13,6 +13,13 @@
 //! directory, as for `run`/`chat --session`) and resumed by their keys, by
 //! this server or the next one; idle ones are put away there after 30
 //! minutes without a page watching.
+//!
+//! What each token may do is in the README's Security section: the agent
+//! token opens chats (with tools and a model, but a model that runs a
+//! program or reads a path only when the menu offers it, or with
+//! `--allow-model-specs`); a chat token works its own chat and may switch
+//! only to a model of its menu. `LRG_AGENT_TOKEN` must have 32 characters
+//! or more.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use lrg_chat::http::{
-    ChatServer, ChatSpec, HttpConfig, MenuEntry, MenuGroup, ModelMenu, StandardOpener,
+    ChatServer, ChatSpec, HttpConfig, MenuEntry, MenuGroup, ModelMenu, ServeOptions, StandardOpener,
 };
 use lrg_chat::session::SessionConfig;
 use lrg_chat::store::{JsonlStore, SessionStore};
@@ -64,10 +71,19 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         .local_addr()
         .map_err(|e| CliError::failed(anyhow::anyhow!("no local address: {e}")))?;
     let origin = format!("http://{addr}");
-    let mut config = HttpConfig::new(agent_token).defaults(defaults);
+    let mut config = HttpConfig::new(agent_token)
+        .defaults(defaults)
+        .allow_model_specs(args.allow_model_specs)
+        // Bound to loopback, a request naming another host comes through a
+        // rebound DNS name: refused, whatever its token.
+        .loopback_hosts_only(args.bind.is_loopback());
     if let Some(store) = store(&args).await? {
         config = config.store(store);
     }
+    config = config.max_kept_rows(
+        args.max_kept_rows
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+    );
     config = config.allow_origin(origin.clone());
     if args.bind.is_loopback() {
         config = config.allow_origin(format!("http://localhost:{}", addr.port()));
@@ -93,6 +109,7 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
             tool_format: model_args.tool_format,
             local_only: model_args.local_only,
             mmproj: model_args.mmproj.clone(),
+            model_timeout: model_args.model_timeout,
         };
         Box::pin(async move {
             resolve_on_blocking_thread(model_args)
@@ -148,12 +165,18 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         }
         let _ = done_tx.send(());
     });
-    axum::serve(listener, router.into_make_service())
-        .with_graceful_shutdown(async move {
-            let _ = done_rx.await;
-        })
-        .await
-        .map_err(|e| CliError::failed(anyhow::anyhow!("the server failed: {e}")))?;
+    let mut options = ServeOptions::default()
+        .header_read_timeout(args.header_timeout)
+        .body_read_timeout(args.body_timeout)
+        .idle_timeout(args.idle_timeout);
+    if let Some(max) = args.max_connections {
+        options = options.max_connections(max as usize);
+    }
+    lrg_chat::http::serve(listener, router, options, async move {
+        let _ = done_rx.await;
+    })
+    .await
+    .map_err(|e| CliError::failed(anyhow::anyhow!("the server failed: {e}")))?;
     // The token dies with the server: nothing is left to read it from.
     if let Some(dir) = token_file.as_deref().and_then(std::path::Path::parent) {
         let _ = std::fs::remove_dir_all(dir);
@@ -190,7 +213,11 @@ fn agent_token() -> Result<(String, Option<PathBuf>), CliError> {
     if let Ok(token) = std::env::var("LRG_AGENT_TOKEN")
         && !token.trim().is_empty()
     {
-        return Ok((token.trim().to_string(), None));
+        let token = token.trim().to_string();
+        // A short token is guessed by whoever can reach the port; the error
+        // tells its length only, never the token.
+        lrg_chat::http::check_token(&token).map_err(|e| usage!("LRG_AGENT_TOKEN: {e}"))?;
+        return Ok((token, None));
     }
     let token = lrg_chat::http::generate_token();
     let dir = std::env::var_os("XDG_RUNTIME_DIR")

@@ -15,7 +15,7 @@ use lrg_chat::store::{
 };
 use lrg_chat::transcript::{Transcript, TranscriptRow};
 
-use crate::cli::{SessionsAction, SessionsArgs, StoreArgs};
+use crate::cli::{SessionArgs, SessionsAction, SessionsArgs, StoreArgs};
 use crate::exit::{CliError, Exit};
 use crate::out;
 use crate::usage;
@@ -89,6 +89,11 @@ async fn postgres(_: &str) -> Result<Arc<dyn SessionStore>, CliError> {
 fn store_error(e: StoreError) -> CliError {
     match e {
         StoreError::Locked { .. } => CliError::usage(e),
+        // Damage needs a person, not a retry: exit 2, the file named.
+        e if e.is_damage() => CliError::usage(anyhow::anyhow!(
+            "{e}. The chat cannot be resumed until the file is repaired or moved away \
+             (`lrg sessions` lists it as damaged)"
+        )),
         other => CliError::failed(other),
     }
 }
@@ -103,18 +108,23 @@ pub struct Kept {
     pub registry: SessionRegistry,
 }
 
-/// Create or resume the chat kept under `key` on `model` (`provider:model`).
+/// Create or resume the chat kept under `key` on `model` (`provider:model`),
+/// in the store and with the bounds `saved` gives. A damaged chat under the
+/// key is refused (exit 2) and left as it is.
 pub async fn open_kept(
     key: &str,
-    store: &StoreArgs,
+    saved: &SessionArgs,
     model: &str,
     builder: impl Fn() -> ChatSessionBuilder + Send + Sync + 'static,
 ) -> Result<Kept, CliError> {
     let keys = keys(key)?;
-    let store = open_store(store).await?;
+    let store = open_store(&saved.store).await?;
+    let max_kept_rows = saved
+        .max_kept_rows
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let registry = SessionRegistry::new(
         move |_: &ModelBinding| Ok(builder()),
-        RegistryConfig::default(),
+        RegistryConfig::default().max_kept_rows(max_kept_rows),
     )
     .with_store(store);
     let opened = registry
@@ -165,8 +175,23 @@ pub async fn sessions(args: SessionsArgs) -> Result<Exit, CliError> {
 
 async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
     let mut filter = ListFilter::all();
-    filter.client_key = Some(client_key());
+    let me = client_key();
+    filter.client_key = Some(me.clone());
     let all = store.list(&filter).await.map_err(store_error)?;
+    // Damaged chats are listed too, never hidden: yours, and those whose
+    // owner cannot be told any more.
+    let damaged: Vec<_> = store
+        .damaged()
+        .await
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|d| d.keys.as_ref().is_none_or(|k| k.client().as_str() == me))
+        .collect();
+    let damaged_key = |d: &lrg_chat::store::DamagedSession| {
+        d.keys
+            .as_ref()
+            .map_or_else(|| "?".to_string(), |k| k.context().as_str().to_string())
+    };
     let rows: Vec<_> = all
         .iter()
         .map(|s| {
@@ -180,7 +205,7 @@ async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
         })
         .collect();
     if json {
-        let out: Vec<_> = rows
+        let mut out: Vec<_> = rows
             .iter()
             .map(|(key, s)| {
                 serde_json::json!({
@@ -192,20 +217,38 @@ async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
                 })
             })
             .collect();
+        out.extend(damaged.iter().map(|d| {
+            serde_json::json!({
+                "key": d.keys.as_ref().map(|k| k.context().as_str()),
+                "id": d.id,
+                "file": d.file,
+                "damaged": d.error.to_string(),
+            })
+        }));
         out::line(serde_json::to_string_pretty(&out).unwrap_or_default());
         return Ok(Exit::Replied);
     }
-    if rows.is_empty() {
+    if rows.is_empty() && damaged.is_empty() {
         eprintln!("no kept chats (start one with `lrg chat --session KEY`)");
         return Ok(Exit::Replied);
     }
-    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(3).max(3);
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.len())
+        .chain(damaged.iter().map(|d| damaged_key(d).len()))
+        .max()
+        .unwrap_or(3)
+        .max(3);
     let mwidth = rows
         .iter()
         .map(|(_, s)| s.meta.model.model.len())
         .max()
         .unwrap_or(5)
-        .max(5);
+        .max(if damaged.is_empty() {
+            5
+        } else {
+            "DAMAGED".len()
+        });
     out::line(format_args!(
         "{:width$}  {:mwidth$}  {:>5}  LAST USED",
         "KEY", "MODEL", "ROWS"
@@ -219,6 +262,15 @@ async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
             s.meta.model.model,
             s.rows,
             ago(now.saturating_sub(s.updated_ms))
+        ));
+    }
+    for d in &damaged {
+        out::line(format_args!(
+            "{:width$}  {:mwidth$}  {:>5}  {}",
+            damaged_key(d),
+            "DAMAGED",
+            "?",
+            d.error
         ));
     }
     Ok(Exit::Replied)
@@ -252,7 +304,9 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
     for warning in &stored.warnings {
         eprintln!("lrg: {warning}");
     }
-    let transcript = Transcript::of(&stored.rows);
+    // All of it: the store keeps the whole conversation, and so does its
+    // reader here (the HTTP API's transcript is the bounded one).
+    let transcript = Transcript::whole(&stored.rows);
     if json {
         out::line(serde_json::to_string_pretty(&transcript).unwrap_or_default());
         return Ok(Exit::Replied);
@@ -293,12 +347,27 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
 }
 
 async fn rm(store: &dyn SessionStore, key: &str) -> Result<Exit, CliError> {
-    let found = find(store, key).await?;
+    let keys = SessionKeys::new(&client_key(), key).map_err(|e| usage!("{e}"))?;
+    let id = match store.find(&keys).await {
+        Ok(Some(found)) => found.meta.id,
+        Ok(None) => return Err(usage!("no kept chat `{key}` (`lrg sessions` lists them)")),
+        // Asked for by name, a damaged chat may go: that is how a person
+        // who cannot repair it is rid of it.
+        Err(e) if e.is_damage() => store
+            .damaged()
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .find(|d| d.keys.as_ref() == Some(&keys))
+            .and_then(|d| d.id)
+            .ok_or_else(|| store_error(e))?,
+        Err(e) => return Err(store_error(e)),
+    };
     // Its sub-agents' transcripts go with it.
-    lrg_chat::store::delete_sub_agents(store, &found.meta.id)
+    lrg_chat::store::delete_sub_agents(store, &id)
         .await
         .map_err(store_error)?;
-    store.delete(&found.meta.id).await.map_err(store_error)?;
+    store.delete(&id).await.map_err(store_error)?;
     eprintln!("deleted kept chat {key}");
     Ok(Exit::Replied)
 }

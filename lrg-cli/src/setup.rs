@@ -187,8 +187,7 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
         None => (builder().build(), 0, None),
         Some(key) => {
             let model_id = info.id();
-            let kept =
-                crate::sessions::open_kept(key, &flags.saved.store, &model_id, builder).await?;
+            let kept = crate::sessions::open_kept(key, flags.saved, &model_id, builder).await?;
             (kept.session, kept.shown, Some(kept.registry))
         }
     };

@@ -100,7 +100,11 @@ fn server_name(command: &str, rest: &[String]) -> String {
 /// Start the servers the flags name. With `strict`, a server that does not
 /// start ends the command (exit 2); otherwise it is reported on stderr.
 pub async fn host(args: &ToolArgs, strict: bool) -> Result<Arc<ToolHost>, CliError> {
-    let host = Arc::new(ToolHost::new());
+    let mut options = lrg_chat::tools::ToolHostOptions::default();
+    if let Some(max) = args.max_tool_result {
+        options.max_result_bytes = max;
+    }
+    let host = Arc::new(ToolHost::with_options(options));
     let config = servers(args)?;
     let failures = host.add_mcp_config(&config).await;
     if !failures.is_empty() {

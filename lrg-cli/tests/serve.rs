@@ -105,7 +105,7 @@ async fn serve_prints_the_page_url_and_answers_on_it() {
     let mut child = serve(
         &env,
         &[],
-        &[("LRG_AGENT_TOKEN", "agent-secret-for-the-test")],
+        &[("LRG_AGENT_TOKEN", "agent-secret-for-the-serve-tests-0123")],
     );
     let url = first_line(&mut child);
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
@@ -133,7 +133,7 @@ async fn serve_prints_the_page_url_and_answers_on_it() {
                 "{}/v1/chat/sessions",
                 page.trim_end_matches("/v1/ui/chat")
             ))
-            .bearer_auth("agent-secret-for-the-test")
+            .bearer_auth("agent-secret-for-the-serve-tests-0123")
             .header("origin", origin)
             .json(&json!({}))
             .send()
@@ -145,7 +145,7 @@ async fn serve_prints_the_page_url_and_answers_on_it() {
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(stderr.contains("stopping every chat"), "{stderr}");
-    assert!(!stderr.contains("agent-secret-for-the-test"));
+    assert!(!stderr.contains("agent-secret-for-the-serve-tests-0123"));
 }
 
 #[test]
@@ -200,7 +200,7 @@ async fn keyed_chats_are_resumed_by_the_next_server() {
     let env = Env::new();
     env.file("turns.json", SCRIPT);
     let store = env.path("chats");
-    let agent = "agent-secret-for-the-test";
+    let agent = "agent-secret-for-the-serve-tests-0123";
     lrg_providers::transport::ensure_tls_provider();
     let client = reqwest::Client::new();
     let mut seen = Vec::new();
@@ -255,7 +255,7 @@ async fn a_served_chat_on_an_acp_agent_streams_its_tool_calls() {
         &env,
         agent,
         &[],
-        &[("LRG_AGENT_TOKEN", "agent-secret-for-the-test")],
+        &[("LRG_AGENT_TOKEN", "agent-secret-for-the-serve-tests-0123")],
     );
     let url = first_line(&mut child);
     let (page, fragment) = url.split_once('#').unwrap();

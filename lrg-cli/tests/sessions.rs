@@ -224,3 +224,167 @@ fn a_chat_survives_kill_9_and_resumes_by_key() {
     let after = ran(kept(&env).args(["sessions", "show", "doc:9"])).stdout;
     assert_eq!(after, format!("{before}you: again please\nmodel: Ten.\n"));
 }
+
+/// The one kept chat's file.
+fn the_file(env: &Env) -> std::path::PathBuf {
+    let dir = env.path("data").join("lrg").join("sessions");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+/// A chat whose file is damaged (a NUL line before intact rows, a corrupt
+/// header, a newer format) is refused with exit 2, left byte for byte as it
+/// was, never replaced by a second chat, and listed as damaged.
+#[test]
+fn a_damaged_chat_is_refused_with_exit_2_listed_and_left_as_it_is() {
+    let env = Env::new();
+    env.file("s.json", r#"[{"text":"hi"}, {"text":"hi again"}]"#);
+    let args = |text: &'static str| {
+        [
+            "run",
+            "--model",
+            "script:s.json",
+            "--session",
+            "doc:1",
+            text,
+        ]
+    };
+    let r = ran(kept(&env).args(args("hello")));
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = ran(kept(&env).args(args("more")));
+    assert_eq!(r.code, 0, "{r:?}");
+    let file = the_file(&env);
+    let good = std::fs::read(&file).unwrap();
+    let header_end = good.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let nul = [
+        &good[..header_end],
+        &[0u8; 32][..],
+        b"\n",
+        &good[header_end..],
+    ]
+    .concat();
+    let garbage = [&b"{\"lrg_session\":1,garbage\n"[..], &good[header_end..]].concat();
+    let newer = String::from_utf8(good.clone())
+        .unwrap()
+        .replacen("{\"lrg_session\":1,", "{\"lrg_session\":3,", 1)
+        .into_bytes();
+    for (bad, what) in [
+        (nul, ":2: a line of 32 NUL byte(s)"),
+        (garbage, ":1: not an lrg session header"),
+        (newer, "written by a newer lrg (format version 3"),
+    ] {
+        std::fs::write(&file, &bad).unwrap();
+        let r = ran(kept(&env).args(args("again")));
+        assert_eq!(r.code, 2, "{r:?}");
+        assert!(r.stderr.contains(what), "{what}: {r:?}");
+        assert!(r.stderr.contains("left as it is"), "{r:?}");
+        assert_eq!(the_file(&env), file, "a second chat");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            bad,
+            "{what}: the file was changed"
+        );
+
+        let list = ran(kept(&env).args(["sessions"]));
+        assert_eq!(list.code, 0, "{list:?}");
+        let line = list.stdout.lines().nth(1).unwrap_or_default().to_string();
+        assert!(
+            line.starts_with("doc:1") && line.contains("DAMAGED"),
+            "{list:?}"
+        );
+        assert!(line.contains(what), "{list:?}");
+        let json = ran(kept(&env).args(["sessions", "--json"]));
+        let listed: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+        assert_eq!(listed[0]["key"], "doc:1", "{json:?}");
+        assert!(
+            listed[0]["damaged"].as_str().unwrap().contains(what),
+            "{json:?}"
+        );
+        let show = ran(kept(&env).args(["sessions", "show", "doc:1"]));
+        assert_eq!(show.code, 2, "{show:?}");
+    }
+    // Repaired, it resumes with everything.
+    std::fs::write(&file, &good).unwrap();
+    let r = ran(kept(&env).args(args("again")));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr.contains("resuming session doc:1 (4 rows;"),
+        "{r:?}"
+    );
+    // Or, asked for by name, a damaged chat is removed.
+    std::fs::write(&file, b"").unwrap();
+    let rm = ran(kept(&env).args(["sessions", "rm", "doc:1"]));
+    assert_eq!(rm.code, 0, "{rm:?}");
+    assert!(!file.exists());
+    let list = ran(kept(&env).args(["sessions", "--json"]));
+    assert_eq!(list.stdout.trim(), "[]", "{list:?}");
+}
+
+/// A resume keeps the whole conversation: 200 rows stay on disk and in
+/// `lrg sessions show`; `--max-kept-rows` moves older ones to an archive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_rows_are_kept_through_a_resume() {
+    use lrg_chat::store::{JsonlStore, ModelBinding, SessionKeys, SessionMeta, SessionState};
+    let env = Env::new();
+    env.file("s.json", r#"[{"text":"one more"}, {"text":"and another"}]"#);
+    let dir = env.path("data").join("lrg").join("sessions");
+    let store = JsonlStore::new(&dir);
+    let keys = SessionKeys::new("tester", "big").unwrap();
+    let meta = SessionMeta::new(ModelBinding::new("script:s.json")).with_keys(keys);
+    lrg_chat::store::SessionStore::create(&store, &meta)
+        .await
+        .unwrap();
+    let rows: Vec<lrg_providers::Message> = (0..100)
+        .flat_map(|i| {
+            [
+                lrg_providers::Message::user(format!("q{i}")),
+                lrg_providers::Message::assistant(format!("a{i}")),
+            ]
+        })
+        .collect();
+    lrg_chat::store::SessionStore::append(&store, &meta.id, &rows, &SessionState::default())
+        .await
+        .unwrap();
+    lrg_chat::store::SessionStore::release(&store, &meta.id).await;
+    drop(store);
+
+    let run = |extra: &'static [&'static str]| {
+        let mut cmd = kept(&env);
+        cmd.args(["run", "--model", "script:s.json", "--session", "big"])
+            .args(extra)
+            .arg("more");
+        ran(&mut cmd)
+    };
+    let r = run(&[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr.contains("resuming session big (200 rows;"),
+        "{r:?}"
+    );
+    let show = ran(kept(&env).args(["sessions", "show", "big", "--json"]));
+    let t: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(t["rows"].as_array().unwrap().len(), 202, "{show:?}");
+    assert_eq!(t["truncated"], false);
+    assert_eq!(t["rows"][0]["text"], "q0");
+    let text = ran(kept(&env).args(["sessions", "show", "big"])).stdout;
+    assert!(text.starts_with("you: q0\nmodel: a0\n"), "{text}");
+    assert_eq!(text.lines().count(), 202);
+
+    // A bound, asked for: the older rows move to an archive, none is lost.
+    let r = run(&["--max-kept-rows", "50"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("resuming session big (50 rows;"), "{r:?}");
+    let file = the_file(&env);
+    let archive = std::path::PathBuf::from(format!("{}.archive-1", file.display()));
+    let archived = std::fs::read_to_string(&archive).unwrap();
+    assert_eq!(archived.lines().count(), 1 + 152, "{archived}");
+    assert!(archived.lines().nth(1).unwrap().contains("q0"));
+    let show = ran(kept(&env).args(["sessions", "show", "big", "--json"]));
+    let t: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(t["rows"].as_array().unwrap().len(), 52, "{show:?}");
+}

@@ -65,8 +65,12 @@ impl Sidecar {
         cmd.arg("-m")
             .arg("lrg_mlx_sidecar")
             .arg("--model")
-            .arg(&config.model_dir)
-            .env("PYTHONUNBUFFERED", "1")
+            .arg(&config.model_dir);
+        // The sidecar is Python running mlx-lm: it needs its interpreter's
+        // and the model caches' variables, never the keys of this process
+        // (the base set of lrg_providers::child_env plus these).
+        lrg_providers::child_env::apply(&mut cmd, sidecar_passes);
+        cmd.env("PYTHONUNBUFFERED", "1")
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .envs(config.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
@@ -294,4 +298,26 @@ fn follow_stderr(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<S
             }
         }
     });
+}
+
+/// The variables, beside the base set, that the MLX sidecar gets: Python's
+/// own (`PYTHON*`, a virtual environment's, pyenv's, conda's), the Hugging
+/// Face and MLX settings (caches, offline mode), the dynamic loader's paths,
+/// and the proxy, certificate and XDG names.
+fn sidecar_passes(name: &str) -> bool {
+    use lrg_providers::child_env::{DIRS, NETWORK};
+    const PREFIXES: &[&str] = &["PYTHON", "PYENV_", "CONDA_", "HF_", "MLX_", "METAL_"];
+    const NAMES: &[&str] = &[
+        "VIRTUAL_ENV",
+        "TRANSFORMERS_CACHE",
+        "TOKENIZERS_PARALLELISM",
+        "LD_LIBRARY_PATH",
+        "DYLD_LIBRARY_PATH",
+        "DYLD_FALLBACK_LIBRARY_PATH",
+        "OMP_NUM_THREADS",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+        || NAMES.contains(&name)
+        || NETWORK.contains(&name)
+        || DIRS.contains(&name)
 }

@@ -13,6 +13,7 @@ mod scripted;
 mod secret;
 mod text;
 
+pub mod child_env;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod images;

@@ -38,7 +38,16 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// No delay exceeds this, whatever the attempt or the server asks.
     pub max_delay: Duration,
+    /// How long a turn may go on retrying, counted from its first attempt:
+    /// a retry that would start after this is not made, and the turn ends
+    /// with the last error, saying so. `None`: only `max_retries` counts.
+    /// Default [`DEFAULT_RETRY_DEADLINE`] (3 min), so a model that hangs
+    /// costs a few minutes, not `max_retries` × the stall timeout.
+    pub deadline: Option<Duration>,
 }
+
+/// Default [`RetryPolicy::deadline`]: 3 minutes.
+pub const DEFAULT_RETRY_DEADLINE: Duration = Duration::from_secs(180);
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -46,6 +55,7 @@ impl Default for RetryPolicy {
             max_retries: 4,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
+            deadline: Some(DEFAULT_RETRY_DEADLINE),
         }
     }
 }
@@ -87,6 +97,19 @@ impl RetryPolicy {
     pub fn allows(&self, attempt: u32) -> bool {
         attempt <= self.max_retries
     }
+
+    /// With a deadline for a turn's retries (`None`: none).
+    pub fn with_deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Whether a retry that waits `delay`, when `elapsed` has passed since
+    /// the turn's first attempt, would start within the deadline.
+    pub fn within_deadline(&self, elapsed: Duration, delay: Duration) -> bool {
+        self.deadline
+            .is_none_or(|deadline| elapsed.saturating_add(delay) <= deadline)
+    }
 }
 
 #[cfg(test)]
@@ -99,6 +122,7 @@ mod tests {
             max_retries: 10,
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_secs(1),
+            deadline: None,
         };
         for attempt in 1..=10 {
             let d = p.delay(attempt, None);
@@ -115,6 +139,18 @@ mod tests {
             Duration::from_secs(2)
         );
         assert_eq!(p.delay(1, Some(Duration::from_secs(3600))), p.max_delay);
+    }
+
+    #[test]
+    fn the_deadline_stops_a_retry_that_would_start_after_it() {
+        let p = RetryPolicy::default().with_deadline(Some(Duration::from_secs(180)));
+        assert!(p.within_deadline(Duration::from_secs(120), Duration::from_secs(30)));
+        assert!(!p.within_deadline(Duration::from_secs(175), Duration::from_secs(10)));
+        assert!(
+            RetryPolicy::default()
+                .with_deadline(None)
+                .within_deadline(Duration::MAX, Duration::MAX)
+        );
     }
 
     #[test]

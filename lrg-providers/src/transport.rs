@@ -20,8 +20,12 @@ use crate::{ApiKey, ProviderError, StopReason, TurnEvent, TurnStream};
 pub struct TransportConfig {
     /// Time allowed to open the connection.
     pub connect_timeout: Duration,
-    /// Longest silence allowed between two chunks of a streamed answer
-    /// (and before the response headers arrive).
+    /// Longest wait for an answer to begin: from sending the request to
+    /// the first chunk of its body (a model that hangs before it says
+    /// anything). `None` (the default): the same as `idle_timeout`.
+    pub first_byte_timeout: Option<Duration>,
+    /// Longest silence allowed between two chunks of a streamed answer,
+    /// once it began. Default [`DEFAULT_IDLE_TIMEOUT`].
     pub idle_timeout: Duration,
     /// Most idle keep-alive connections kept per host. A connection that
     /// finishes an answer while this many wait already is closed: each one
@@ -35,6 +39,12 @@ pub struct TransportConfig {
     pub pool_idle_timeout: Option<Duration>,
 }
 
+/// Default [`TransportConfig::idle_timeout`], and so of the first-byte
+/// timeout: 60 s. A model that hangs fails its attempt after a minute, and
+/// the session's retry deadline ([`crate::RetryPolicy::deadline`]) bounds
+/// the retries.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Idle connections kept per host by default.
 pub const DEFAULT_POOL_MAX_IDLE_PER_HOST: usize = 32;
 /// How long an idle connection is kept by default: long enough for a person
@@ -43,20 +53,34 @@ pub const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 impl Default for TransportConfig {
     fn default() -> Self {
-        Self::new(Duration::from_secs(10), Duration::from_secs(120))
+        Self::new(Duration::from_secs(10), DEFAULT_IDLE_TIMEOUT)
     }
 }
 
 impl TransportConfig {
-    /// Timeouts: `connect` to open the connection, `idle` between two chunks
-    /// of an answer; the default pool.
+    /// Timeouts: `connect` to open the connection, `idle` both before an
+    /// answer begins and between two of its chunks (see
+    /// [`TransportConfig::with_first_byte_timeout`]); the default pool.
     pub fn new(connect: Duration, idle: Duration) -> Self {
         Self {
             connect_timeout: connect,
+            first_byte_timeout: None,
             idle_timeout: idle,
             pool_max_idle_per_host: DEFAULT_POOL_MAX_IDLE_PER_HOST,
             pool_idle_timeout: Some(DEFAULT_POOL_IDLE_TIMEOUT),
         }
+    }
+
+    /// With at most `timeout` from the request to the answer's first chunk.
+    pub fn with_first_byte_timeout(mut self, timeout: Duration) -> Self {
+        self.first_byte_timeout = Some(timeout);
+        self
+    }
+
+    /// With at most `timeout` of silence between two chunks of an answer.
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
     }
 
     /// With at most `max` idle connections kept per host.
@@ -135,6 +159,7 @@ impl HttpTransport {
         cancel: CancellationToken,
     ) -> TurnStream {
         let idle = self.config.idle_timeout;
+        let first_byte = self.config.first_byte_timeout.unwrap_or(idle);
         Box::pin(async_stream::stream! {
             // One cancellation future and one timer for the whole answer,
             // polled again for each chunk: creating them per chunk cost a
@@ -143,7 +168,10 @@ impl HttpTransport {
             // once even while chunks keep coming.
             let cancelled = cancel.cancelled();
             tokio::pin!(cancelled);
-            let mut silence = Silence::new(idle);
+            // Until the first chunk of the body, the first-byte timeout;
+            // from then on, the idle timeout between chunks.
+            let mut silence = Silence::new(first_byte);
+            let mut begun = false;
             let response = tokio::select! {
                 biased;
                 _ = &mut cancelled => {
@@ -155,7 +183,7 @@ impl HttpTransport {
             };
             let response = match response {
                 None => {
-                    yield Err(ProviderError::transient(format!("no answer from the server within {}s", idle.as_secs())));
+                    yield Err(first_byte_error(first_byte));
                     return;
                 }
                 Some(Err(e)) => {
@@ -164,7 +192,6 @@ impl HttpTransport {
                 }
                 Some(Ok(r)) => r,
             };
-            silence.heard();
             let status = response.status();
             if !status.is_success() {
                 let headers = response.headers().clone();
@@ -192,12 +219,21 @@ impl HttpTransport {
                     // looked at: silence is only what the server kept.
                     c = body.next() => c,
                     () = silence.expired() => {
-                        yield Err(ProviderError::transient(format!(
-                            "the stream went silent for {}s; giving up on this answer", idle.as_secs()
-                        )));
+                        yield Err(if begun {
+                            ProviderError::transient(format!(
+                                "the stream went silent for {} (the idle timeout between chunks); \
+                                 giving up on this answer", secs(idle)
+                            ))
+                        } else {
+                            first_byte_error(first_byte)
+                        });
                         return;
                     }
                 };
+                if !begun {
+                    begun = true;
+                    silence.set_limit(idle);
+                }
                 silence.heard();
                 let chunk = match chunk {
                     None => None,
@@ -297,6 +333,14 @@ impl Silence {
         }
     }
 
+    /// From now on, allow `idle` of silence (counted from now). The timer
+    /// is moved too: it may be set for a longer limit than the new one.
+    fn set_limit(&mut self, idle: Duration) {
+        self.idle = idle;
+        self.last = tokio::time::Instant::now();
+        self.timer.as_mut().reset(self.last + idle);
+    }
+
     /// Something arrived: the silence starts again.
     fn heard(&mut self) {
         self.last = tokio::time::Instant::now();
@@ -313,6 +357,24 @@ impl Silence {
             self.timer.as_mut().reset(due);
         }
     }
+}
+
+/// `d` for a message: `60 s`, `0.5 s`.
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// The answer did not begin within the first-byte timeout.
+fn first_byte_error(limit: Duration) -> ProviderError {
+    ProviderError::transient(format!(
+        "the model did not begin its answer within {} (the first-byte timeout)",
+        secs(limit)
+    ))
 }
 
 fn scrub(text: &str, key: Option<&ApiKey>) -> String {

@@ -123,6 +123,10 @@ async fn claude_streams_reasoning_and_text_with_chat_only_args() {
             "Be brief.",
         ]
     );
+    // Claude Code no longer inherits this process's environment.
+    let env = fake.log("env", 1);
+    assert!(!env.contains("CARGO_MANIFEST_DIR="), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
     assert_eq!(fake.log("stdin", 1), "hi");
     // Its cwd was an empty scratch directory, gone once the turn ended.
     let cwd = PathBuf::from(fake.log("cwd", 1).trim());
@@ -348,11 +352,11 @@ async fn gemini_streams_deltas_and_resumes_its_session() {
     );
     // No system-prompt flag: the instructions lead the first prompt.
     assert_eq!(fake.log("stdin", 1), "Instructions: Be brief.\n\nhi");
+    // Only the base set and Google's own names: not this process's others
+    // (cargo sets CARGO_MANIFEST_DIR here).
     let env = fake.log("env", 1);
-    assert!(
-        env.contains("CARGO_MANIFEST_DIR="),
-        "gemini inherits the environment"
-    );
+    assert!(!env.contains("CARGO_MANIFEST_DIR="), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
 
     let mut history = ask("hi").messages;
     history.push(got.into_message());

@@ -49,7 +49,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// as any other. Stopping the chat sends `session/cancel`.
 ///
 /// The agent runs in its own process group, killed when the backend is
-/// dropped. One that dies fails the turn with an error saying so; the next
+/// dropped, with a clean environment: the base set every child gets plus
+/// the login names of the agent CLI its command names (see
+/// [`lrg_providers::cli_agents::agent_env_passes`]), never lrg's tokens nor
+/// other keys. One that dies fails the turn with an error saying so; the next
 /// message starts it again, on a fresh agent session.
 ///
 /// The chat is the one whose turn calls the backend
@@ -176,6 +179,10 @@ impl Inner {
     /// Spawn the agent, connect and `initialize`.
     async fn start(&self) -> Result<Running, ProviderError> {
         let mut cmd = tokio::process::Command::new(&self.command[0]);
+        let command = &self.command;
+        lrg_providers::child_env::apply(&mut cmd, |name| {
+            lrg_providers::cli_agents::agent_env_passes(command, name)
+        });
         cmd.args(&self.command[1..])
             .current_dir(&self.cwd)
             .stdin(Stdio::piped())

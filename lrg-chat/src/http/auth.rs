@@ -33,6 +33,50 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
+/// The fewest characters an agent token may have: 32, what `openssl rand
+/// -hex 16` prints (128 bits).
+pub(crate) const MIN_TOKEN_CHARS: usize = 32;
+
+/// Whether `host` (a `Host` header or a URI authority: name or address,
+/// with any port) names this machine's loopback: `localhost`, an address of
+/// 127.0.0.0/8, or `[::1]`. A page of another site that rebinds its own
+/// name to 127.0.0.1 still sends that name, and is refused.
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim();
+    // `[v6]:port`, `[v6]`, `name:port`, `v4:port`, `name`.
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((v6, "")) => v6,
+            Some((v6, port)) if port.strip_prefix(':').is_some_and(is_port) => v6,
+            _ => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if is_port(port) => name,
+            Some(_) => return false,
+            None => host,
+        }
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+fn is_port(port: &str) -> bool {
+    !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok()
+}
+
+/// Whether a request comes to a loopback name (see [`is_loopback_host`]).
+/// A request without a `Host` (HTTP/1.0 from a script) passes: browsers,
+/// which DNS rebinding works through, always send one.
+pub(crate) fn host_allowed(headers: &HeaderMap, uri: &axum::http::Uri) -> bool {
+    match headers.get(header::HOST) {
+        Some(host) => host.to_str().is_ok_and(is_loopback_host),
+        None => uri.authority().is_none_or(|a| is_loopback_host(a.as_str())),
+    }
+}
+
 /// Whether the request's `Origin` (if any) is one of `allowed`. A request
 /// without `Origin` comes from a script or a same-origin navigation, not
 /// from another site's page, and passes.
@@ -59,6 +103,37 @@ mod tests {
         assert!(same_token(&a, &a.clone()));
         assert!(!same_token(&a, &b));
         assert!(!same_token(&a, &a[1..]));
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for host in [
+            "localhost",
+            "LOCALHOST:8377",
+            "127.0.0.1",
+            "127.0.0.1:1",
+            "127.1.2.3:80",
+            "[::1]",
+            "[::1]:8377",
+        ] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "evil.example:8377",
+            "localhost.evil.example",
+            "127.0.0.1.nip.io",
+            "10.0.0.1:80",
+            "[::2]:80",
+            "[::1]x",
+            "[::1]8377",
+            "localhost:+80",
+            "localhost:x",
+            "",
+            "::1",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
     }
 
     #[test]

@@ -25,8 +25,11 @@ pub enum ErrorKind {
     Conflict,
     /// 409: switching models ends this chat; send `confirm: true`.
     ConfirmNeeded,
-    /// 413: the body or the message is over its limit.
+    /// 413: the body or the message is over its limit; also 414 (the
+    /// request target) and 431 (the request headers).
     TooLarge,
+    /// 408: the request's body did not arrive in time.
+    Timeout,
     /// 429: too many chats, or too many event streams on one chat.
     TooMany,
     /// 500: something failed inside the server (no details are given).

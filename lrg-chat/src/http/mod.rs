@@ -10,7 +10,36 @@
 //! to a server or write to a log. A request whose `Origin` is not one of
 //! [`HttpConfig::allow_origin`] is refused even with the right token. A wrong
 //! token, a foreign origin, an unknown chat and an ended chat all get the
-//! same 403, byte for byte, headers included.
+//! same 403, byte for byte, headers included. With
+//! [`HttpConfig::loopback_hosts_only`] (what `lrg serve` sets on a loopback
+//! bind) a request whose `Host` is not `localhost`, `127.x.x.x` or `[::1]`
+//! gets that 403 too, on every route and the page (DNS rebinding).
+//!
+//! What each token may do:
+//!
+//! - The **agent token** is the app's own trust. It opens chats and may
+//!   give them `mcpServers` (which start programs and reach addresses: the
+//!   app's to choose), `permissions`, `system`, `local_only`, keys, and a
+//!   `model`. A model that names a program or a path on the server
+//!   (`acp:COMMAND`, `script:FILE`, `replay:FILE`, `llama:FILE`, `mlx:DIR`,
+//!   the agent CLIs) is taken only when it is the server's default or an
+//!   available model of the menu, by its exact id, unless
+//!   [`HttpConfig::allow_model_specs`] is on. A model's address is never
+//!   taken from a request. [`HttpConfig::try_new`] refuses a token shorter
+//!   than [`MIN_TOKEN_CHARS`].
+//! - A **chat token** works its own chat: messages, stop, retry, clear,
+//!   compact, approvals, its permissions (mode, rules, bulk limit, the
+//!   local-only lock: no paths), its events, transcript and images, and
+//!   ending it. It may switch only to an available model of its menu, by
+//!   its exact id, and carries the agent's tools over; it can never name
+//!   tools, a program, a path or an address.
+//! - There are no owner tokens yet.
+//!
+//! When a model that names a program or a path cannot be loaded, a request
+//! gets one fixed 400 (the same for a missing, unreadable or malformed
+//! file, never quoting it), and the reason goes to the log. Bodies are read
+//! strictly: one JSON object, nothing after it, no unknown fields, an
+//! object wherever one is expected.
 //!
 //! # Routes
 //!
@@ -25,12 +54,12 @@
 //! | `POST /v1/chat/sessions/{id}/approvals/{call_id}` | chat | `{answer: "once"\|"chat"\|"always"\|"deny", note?}` |
 //! | `GET`, `PUT /v1/chat/sessions/{id}/permissions` | chat | `{mode, rules, bulk_limit, saved, local_only, tools}`; PUT `{mode?, rules?, bulk_limit?, local_only?}` |
 //! | `GET /v1/chat/sessions/{id}/models` | chat | `{current, groups: [{provider, models}]}` |
-//! | `POST /v1/chat/sessions/{id}/model` | chat | `{model, confirm}` → `201 {session, chat_token, page_url}` of the new chat; 409 busy or unconfirmed |
+//! | `POST /v1/chat/sessions/{id}/model` | chat | `{model, confirm}`, `model` an available id of `…/models` (else 400) → `201 {session, chat_token, page_url}` of the new chat; 409 busy or unconfirmed |
 //! | `GET /v1/chat/sessions/{id}/events?after=N` | chat | SSE: one JSON event per `data:` line, `id:` is the seq |
 //! | `GET /v1/chat/sessions/{id}/transcript` | chat | the conversation as rendered ([`crate::transcript::Transcript`]) |
 //! | `GET /v1/chat/sessions/{id}/images/{call_id}/{n}` | chat | image `n` (from 0) a tool returned |
 //! | `DELETE /v1/chat/sessions/{id}` | chat | end the chat and delete its stored copy |
-//! | `GET /v1/ui/chat` | none | the page |
+//! | `GET /v1/ui/chat` | none (the `Host` rule holds) | the page |
 //!
 //! Errors are `{"error": {"kind", "message"}}` ([`ErrorKind`]): 400 naming
 //! the field, 403, 404, 409 busy, 413 too large, 429 too many.
@@ -67,9 +96,13 @@
 //! one under the same keys.
 
 mod auth;
+mod body;
+mod conn;
 mod error;
+mod fuzz_bodies;
 mod guard;
 mod menu;
+mod model_rule;
 mod open;
 mod opener;
 mod page;
@@ -84,7 +117,9 @@ use axum::Router;
 use axum::routing::{get, post};
 use serde::Serialize;
 
+pub use conn::{ServeOptions, default_max_connections, serve};
 pub use error::{ApiError, ErrorKind};
+pub(crate) use fuzz_bodies::http_bodies;
 pub use menu::{MenuEntry, MenuGroup, ModelMenu, StaticMenu};
 pub use opener::{ChatOpener, ChatSpec, OpenError, OpenedChat, ResolveModel, StandardOpener};
 
@@ -137,6 +172,9 @@ pub struct HttpConfig {
     base_path: String,
     store: Option<Arc<dyn SessionStore>>,
     idle: Duration,
+    allow_model_specs: bool,
+    loopback_hosts_only: bool,
+    max_kept_rows: Option<usize>,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -148,12 +186,46 @@ impl std::fmt::Debug for HttpConfig {
             .field("heartbeat", &self.heartbeat)
             .field("store", &self.store)
             .field("idle", &self.idle)
+            .field("allow_model_specs", &self.allow_model_specs)
+            .field("loopback_hosts_only", &self.loopback_hosts_only)
             .finish_non_exhaustive()
     }
 }
 
+/// An agent token too short to be one (see [`HttpConfig::try_new`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the token has {chars} characters; a token needs at least {min}: make one with \
+     `openssl rand -hex 16`",
+    min = MIN_TOKEN_CHARS
+)]
+#[non_exhaustive]
+pub struct WeakToken {
+    /// How many characters it has.
+    pub chars: usize,
+}
+
+/// The fewest characters an agent token may have (what `openssl rand -hex
+/// 16` prints: 128 bits).
+pub const MIN_TOKEN_CHARS: usize = auth::MIN_TOKEN_CHARS;
+
+/// Whether `token` is long enough to be an agent token (a secret of this
+/// kind: [`MIN_TOKEN_CHARS`] characters or more). Says nothing of the
+/// token's content, so the error may be shown.
+pub fn check_token(token: &str) -> Result<(), WeakToken> {
+    let chars = token.chars().count();
+    if chars < MIN_TOKEN_CHARS {
+        Err(WeakToken { chars })
+    } else {
+        Ok(())
+    }
+}
+
 impl HttpConfig {
-    /// A server whose chats are opened with `agent_token`.
+    /// A server whose chats are opened with `agent_token`, which is taken
+    /// as it is: an app handing in a token from outside checks it with
+    /// [`HttpConfig::try_new`] (or [`check_token`]); [`ChatServer::new`]
+    /// logs an error for a weak one.
     pub fn new(agent_token: impl Into<String>) -> Self {
         Self {
             agent_token: agent_token.into(),
@@ -164,13 +236,52 @@ impl HttpConfig {
             base_path: String::new(),
             store: None,
             idle: crate::registry::IDLE,
+            allow_model_specs: false,
+            loopback_hosts_only: false,
+            max_kept_rows: None,
         }
+    }
+
+    /// As [`HttpConfig::new`], refusing an agent token shorter than
+    /// [`MIN_TOKEN_CHARS`] (one a caller could guess).
+    pub fn try_new(agent_token: impl Into<String>) -> Result<Self, WeakToken> {
+        let agent_token = agent_token.into();
+        check_token(&agent_token)?;
+        Ok(Self::new(agent_token))
+    }
+
+    /// Let the agent token open chats on models that name a program or a
+    /// path on the server (`acp:COMMAND`, `script:FILE`, `replay:FILE`,
+    /// `llama:FILE`, `mlx:DIR`, agent CLIs) beyond those the menu offers.
+    /// Off by default: the agent token then picks such models only by a
+    /// menu id, and chat tokens never name a model outside their menu.
+    pub fn allow_model_specs(mut self, allow: bool) -> Self {
+        self.allow_model_specs = allow;
+        self
+    }
+
+    /// Refuse, with the uniform 403, every request (the page included)
+    /// whose `Host` is not a loopback name or address (`localhost`,
+    /// `127.0.0.1`, `[::1]`, any port): a defence against DNS rebinding,
+    /// beside the `Origin` check, for a server bound to loopback. Off by
+    /// default; `lrg serve` turns it on for a loopback bind.
+    pub fn loopback_hosts_only(mut self, on: bool) -> Self {
+        self.loopback_hosts_only = on;
+        self
     }
 
     /// Keep keyed chats in `store`, so they survive a restart and are
     /// resumed by their keys (default: in memory only).
     pub fn store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Keep at most `rows` history rows of a resumed keyed chat live; the
+    /// older ones move to an archive beside it, never deleted (default
+    /// `None`: every row; see [`RegistryConfig::max_kept_rows`]).
+    pub fn max_kept_rows(mut self, rows: Option<usize>) -> Self {
+        self.max_kept_rows = rows;
         self
     }
 
@@ -282,9 +393,13 @@ impl std::fmt::Debug for ChatServer {
 impl ChatServer {
     /// A server opening chats with `opener` and offering `menu`.
     pub fn new(config: HttpConfig, opener: Arc<dyn ChatOpener>, menu: Arc<dyn ModelMenu>) -> Self {
+        if let Err(e) = check_token(&config.agent_token) {
+            tracing::error!("the agent token is weak, a caller could guess it: {e}");
+        }
         let registry_config = RegistryConfig::default()
             .idle(config.idle)
-            .max_live(config.limits.chats);
+            .max_live(config.limits.chats)
+            .max_kept_rows(config.max_kept_rows);
         let mut registry = SessionRegistry::without_factory(registry_config);
         if let Some(store) = &config.store {
             registry = registry.with_store(store.clone());
@@ -302,10 +417,13 @@ impl ChatServer {
 
     /// The routes (see the [module docs](self)).
     ///
-    /// Serve them with `axum::serve(listener, router.into_make_service())`:
-    /// each connection then shares the router, where a bare `Router` is
-    /// rebuilt for every connection (about 11 KiB each, held as long as an
-    /// event stream stays open; measured by `benches/sse.rs`).
+    /// Serve them with [`ChatServer::serve`] or [`serve`]: header, body and
+    /// idle timeouts, a connection cap and a 403 throttle, for clients that
+    /// may be hostile. (With `axum::serve`, pass
+    /// `router.into_make_service()`: each connection then shares the
+    /// router, where a bare `Router` is rebuilt for every connection, about
+    /// 11 KiB each, held as long as an event stream stays open; measured by
+    /// `benches/sse.rs`.)
     pub fn router(&self) -> Router {
         use axum::routing::MethodRouter;
         let chat = |r: MethodRouter<Arc<AppState>>| r.fallback(routes::method_not_allowed);
@@ -350,6 +468,10 @@ impl ChatServer {
             )
             .route("/v1/ui/chat", chat(get(page::page)))
             .fallback(routes::not_found)
+            .layer(axum::middleware::from_fn_with_state(
+                self.state.clone(),
+                routes::host_guard,
+            ))
             .layer(axum::middleware::map_response(routes::security_headers))
             .with_state(self.state.clone())
     }
@@ -357,7 +479,7 @@ impl ChatServer {
     /// Open a chat from the app itself (no agent token needed): `lrg serve`
     /// opens the first one this way and prints its page URL.
     pub async fn open_chat(&self, spec: ChatSpec) -> Result<ChatLink, ApiError> {
-        self.state.open_chat(spec, None).await
+        self.state.open_chat(spec, None, open::Caller::App).await
     }
 
     /// How many chats are open.

@@ -10,12 +10,22 @@ use lrg_providers::ModelInfo;
 use super::error::ApiError;
 use super::opener::{ChatSpec, OpenError, OpenedChat};
 use super::sessions::LiveChat;
-use super::{AppState, ChatLink, OpenedAs};
+use super::{AppState, ChatLink, OpenedAs, model_rule};
 use crate::events::Event;
 use crate::registry::{OpenRequest, Opened, OpenedHow, RegistryError};
 use crate::session::ChatSessionBuilder;
 use crate::store::{ModelBinding, SessionKeys, StoreError};
 use crate::tools::ToolHost;
+
+/// Who asks for a chat: the app itself, whose own errors keep their detail
+/// (a local operator may see their own files), or a request over HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// [`super::ChatServer::open_chat`].
+    App,
+    /// A request with the agent token.
+    Remote,
+}
 
 /// What an opener prepared besides the session builder.
 struct Prepared {
@@ -48,8 +58,14 @@ pub(crate) fn open_error(e: OpenError) -> ApiError {
     }
 }
 
-fn registry_error(e: RegistryError) -> ApiError {
+fn registry_error(e: RegistryError, caller: Caller) -> ApiError {
     match e {
+        RegistryError::Model { model, reason }
+            if caller == Caller::Remote
+                && model_rule::reach(&model) == model_rule::Reach::CommandOrPath =>
+        {
+            model_rule::not_loaded(&model, &reason)
+        }
         RegistryError::Keys(e) => ApiError::bad_body(e.to_string()),
         RegistryError::Full(n) => ApiError::too_many(format!(
             "{n} chats are open, the most this server allows, and none can be put away \
@@ -62,6 +78,16 @@ fn registry_error(e: RegistryError) -> ApiError {
         RegistryError::Store(StoreError::Locked { .. }) => ApiError::conflict(
             "the stored chat these keys name is open in another process: close it there first",
         ),
+        // Damage needs a person: said plainly, the file and line only in
+        // the log (store messages name files).
+        RegistryError::Store(e) if e.is_damage() => {
+            tracing::error!("the stored chat of an open request is damaged: {e}");
+            ApiError::internal(
+                "the stored chat these keys name is damaged (or written by a newer lrg) and \
+                 was left as it is; it cannot be resumed until the server's operator repairs \
+                 or removes it (the server log names the file)",
+            )
+        }
         // Store messages name files: the detail goes to the log only.
         other => {
             tracing::warn!("opening a chat failed: {other}");
@@ -94,6 +120,7 @@ impl AppState {
         &self,
         spec: ChatSpec,
         keys: Option<SessionKeys>,
+        caller: Caller,
     ) -> Result<ChatLink, ApiError> {
         let spec = spec.or(&self.config.defaults);
         let model = spec.model_id().map_err(open_error)?.to_string();
@@ -120,7 +147,11 @@ impl AppState {
             .await;
         match result {
             Ok((opened, prepared)) => self.admit(opened, prepared, spec, keys),
-            Err(e) => Err(refused.map_or_else(|| registry_error(e), open_error)),
+            Err(e) => Err(match (refused, caller) {
+                (None, _) => registry_error(e, caller),
+                (Some(refused), Caller::App) => open_error(refused),
+                (Some(refused), Caller::Remote) => model_rule::open_error_for(&model, refused),
+            }),
         }
     }
 
@@ -135,7 +166,11 @@ impl AppState {
             ..old.spec.clone()
         };
         // Prepared first: a model that cannot be had leaves this chat as it is.
-        let prepared = self.opener.open(spec.clone()).await.map_err(open_error)?;
+        let prepared = self
+            .opener
+            .open(spec.clone())
+            .await
+            .map_err(|e| model_rule::open_error_for(&model, e))?;
         let Some(old) = self.chats.remove(&old.id) else {
             // This chat ended while the new one was prepared.
             prepared.discard().await;
@@ -152,7 +187,7 @@ impl AppState {
             .registry
             .open_with(request(&model, keys.as_ref()), build)
             .await
-            .map_err(registry_error)?;
+            .map_err(|e| registry_error(e, Caller::Remote))?;
         self.admit(opened, prepared, spec, keys)
     }
 

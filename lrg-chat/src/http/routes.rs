@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use super::error::ApiError;
 use super::guard::{Agent, AuthedChat};
 use super::menu;
+use super::open::Caller;
 use super::opener::ChatSpec;
 use super::sessions::LiveChat;
 use super::{AppState, OpenedAs, sse};
@@ -31,44 +32,10 @@ use crate::tools::{McpConfig, ToolClass};
 
 type St = State<Arc<AppState>>;
 
-/// Read a JSON body of at most the configured size.
+/// Read a JSON body of at most the configured size, strictly (see
+/// [`body`](super::body)).
 async fn read_json<T: DeserializeOwned>(state: &AppState, body: Body) -> Result<T, ApiError> {
-    let limit = state.config.limits.body_bytes;
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
-        if is_length_limit(&e) {
-            ApiError::too_large(format!("the request body is over {limit} bytes"))
-        } else {
-            ApiError::bad_body("the request body could not be read")
-        }
-    })?;
-    let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
-        b"{}"
-    } else {
-        &bytes
-    };
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." || path.is_empty() {
-            ApiError::bad_body(format!(
-                "the body is not the JSON this route takes: {inner}"
-            ))
-        } else {
-            ApiError::bad_request(&path, inner)
-        }
-    })
-}
-
-fn is_length_limit(error: &axum::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = source {
-        if e.to_string().contains("length limit exceeded") {
-            return true;
-        }
-        source = e.source();
-    }
-    false
+    super::body::read_json(state.config.limits.body_bytes, body).await
 }
 
 fn session_error(e: SessionError) -> ApiError {
@@ -96,7 +63,7 @@ fn accepted(chat: &LiveChat) -> Response {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct OpenBody {
+pub(crate) struct OpenBody {
     #[serde(default)]
     model: Option<String>,
     #[serde(default, rename = "mcpServers")]
@@ -113,8 +80,8 @@ struct OpenBody {
     context_key: Option<String>,
 }
 
-pub(crate) async fn open(State(state): St, _: Agent, body: Body) -> Result<Response, ApiError> {
-    let body: OpenBody = read_json(&state, body).await?;
+/// What an open body asks for: the chat and its keys.
+pub(crate) fn open_spec(body: OpenBody) -> Result<(ChatSpec, Option<SessionKeys>), ApiError> {
     let keys = SessionKeys::from_optional(body.client_key.as_deref(), body.context_key.as_deref())
         .map_err(|e| ApiError::bad_body(e.to_string()))?;
     let mcp_servers = match body.mcp_servers {
@@ -131,7 +98,15 @@ pub(crate) async fn open(State(state): St, _: Agent, body: Body) -> Result<Respo
         system: body.system,
         local_only: body.local_only,
     };
-    let link = state.open_chat(spec, keys).await?;
+    Ok((spec, keys))
+}
+
+pub(crate) async fn open(State(state): St, _: Agent, body: Body) -> Result<Response, ApiError> {
+    let (spec, keys) = open_spec(read_json(&state, body).await?)?;
+    // Before anything is resolved: nothing is spawned or opened for a
+    // model the agent token may not name.
+    state.check_open_model(spec.model.as_deref()).await?;
+    let link = state.open_chat(spec, keys, Caller::Remote).await?;
     let status = if link.opened == OpenedAs::Live {
         StatusCode::OK
     } else {
@@ -152,7 +127,7 @@ pub(crate) async fn end(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct MessageBody {
+pub(crate) struct MessageBody {
     text: String,
     #[serde(default)]
     images: Vec<ImageBody>,
@@ -171,8 +146,19 @@ pub(crate) async fn message(
     AuthedChat(chat): AuthedChat,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let body: MessageBody = read_json(&state, body).await?;
-    let limit = state.config.limits.message_chars;
+    let input = message_input(
+        read_json(&state, body).await?,
+        state.config.limits.message_chars,
+    )?;
+    let mut handle = chat.session.send(input).map_err(session_error)?;
+    // The 202 waits until the message is kept: what was acknowledged
+    // survives a crash (a failed store says so in a `warning` event).
+    handle.accepted().await;
+    Ok(accepted(&chat))
+}
+
+/// The message a body carries, with at most `limit` characters of text.
+pub(crate) fn message_input(body: MessageBody, limit: usize) -> Result<UserInput, ApiError> {
     let chars = body.text.chars().count();
     if chars > limit {
         return Err(ApiError::too_large(format!(
@@ -198,13 +184,10 @@ pub(crate) async fn message(
             data: data.into(),
         });
     }
-    chat.session
-        .send(UserInput {
-            text: body.text,
-            images,
-        })
-        .map_err(session_error)?;
-    Ok(accepted(&chat))
+    Ok(UserInput {
+        text: body.text,
+        images,
+    })
 }
 
 pub(crate) async fn stop(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
@@ -213,7 +196,8 @@ pub(crate) async fn stop(AuthedChat(chat): AuthedChat) -> Result<Response, ApiEr
 }
 
 pub(crate) async fn retry(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
-    chat.session.retry_last().map_err(session_error)?;
+    let mut handle = chat.session.retry_last().map_err(session_error)?;
+    handle.accepted().await;
     Ok(accepted(&chat))
 }
 
@@ -231,7 +215,7 @@ pub(crate) async fn compact(AuthedChat(chat): AuthedChat) -> Result<Response, Ap
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-enum AnswerArg {
+pub(crate) enum AnswerArg {
     Once,
     Chat,
     Always,
@@ -240,7 +224,7 @@ enum AnswerArg {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ApprovalBody {
+pub(crate) struct ApprovalBody {
     answer: AnswerArg,
     #[serde(default)]
     note: Option<String>,
@@ -352,7 +336,7 @@ pub(crate) async fn get_permissions(AuthedChat(chat): AuthedChat) -> Result<Resp
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PermissionsBody {
+pub(crate) struct PermissionsBody {
     #[serde(default)]
     mode: Option<Mode>,
     /// Replaces every rule; `null` for a tool removes its rule.
@@ -404,7 +388,7 @@ pub(crate) async fn models(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SwitchBody {
+pub(crate) struct SwitchBody {
     model: String,
     #[serde(default)]
     confirm: bool,
@@ -420,6 +404,8 @@ pub(crate) async fn switch_model(
     if model.is_empty() {
         return Err(ApiError::bad_request("model", "is empty"));
     }
+    // Before anything else: nothing is resolved for a model not offered.
+    state.check_switch_model(&chat.model, &model).await?;
     if chat.session.is_busy() {
         return Err(ApiError::busy());
     }
@@ -499,7 +485,23 @@ pub(crate) async fn image(
     Ok(response)
 }
 
-// ---- fallbacks ------------------------------------------------------------
+// ---- fallbacks and layers -------------------------------------------------
+
+/// Refuse, with the uniform 403, a request to a name that is not loopback
+/// when the server takes loopback names only
+/// ([`super::HttpConfig::loopback_hosts_only`]).
+pub(crate) async fn host_guard(
+    State(state): St,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if state.config.loopback_hosts_only
+        && !super::auth::host_allowed(request.headers(), request.uri())
+    {
+        return ApiError::forbidden().into_response();
+    }
+    next.run(request).await
+}
 
 pub(crate) async fn not_found() -> ApiError {
     ApiError::not_found("no such route")

@@ -16,8 +16,16 @@ use crate::tools::ToolClass;
 /// The result of a call the person's stop kept from starting.
 const STOPPED_BEFORE_START: &str = "Not run: the user stopped before this call started.";
 
+/// A call's result and the event that reports it (`tool_done` or
+/// `tool_skipped`), published only once the result is kept.
+struct Done {
+    result: ToolResult,
+    event: Event,
+}
+
 /// Handle `call` and return its result; every call gets one, even one that
-/// never ran.
+/// never ran. The result is durable before the event that reports it goes
+/// out ([`super::persist::save_result`]).
 pub(super) async fn handle_call(
     shared: &Shared,
     call: &ToolCall,
@@ -25,6 +33,19 @@ pub(super) async fn handle_call(
     made: &mut HashSet<String>,
     cancel: &CancellationToken,
 ) -> ToolResult {
+    let Done { result, event } = run_call(shared, call, specs, made, cancel).await;
+    super::persist::save_result(shared, &result).await;
+    shared.publish(event);
+    result
+}
+
+async fn run_call(
+    shared: &Shared,
+    call: &ToolCall,
+    specs: &[ToolSpec],
+    made: &mut HashSet<String>,
+    cancel: &CancellationToken,
+) -> Done {
     let spec = specs.iter().find(|s| s.name == call.name);
     let class = spec.map_or(ToolClass::Destructive, |s| {
         ToolClass::from_annotations(&s.annotations)
@@ -126,13 +147,13 @@ pub(super) async fn handle_call(
         parts: output.parts,
         is_error: output.is_error,
     };
-    shared.publish(Event::ToolDone {
+    let event = Event::ToolDone {
         call_id: call.id.clone(),
         ok: !result.is_error,
         text: result.text_content(),
         images: ImageDescriptor::of_parts(&result.parts),
-    });
-    result
+    };
+    Done { result, event }
 }
 
 /// Ask the person; `None` when the call may run, otherwise its result.
@@ -141,7 +162,7 @@ async fn ask(
     call: &ToolCall,
     reason: ApprovalReason,
     cancel: &CancellationToken,
-) -> Option<ToolResult> {
+) -> Option<Done> {
     let (sender, receiver) = oneshot::channel();
     let offer_always = !matches!(reason, ApprovalReason::Bulk { .. });
     {
@@ -215,7 +236,7 @@ fn recover(
     call: &ToolCall,
     specs: &[ToolSpec],
     made: &mut HashSet<String>,
-) -> ToolResult {
+) -> Done {
     let attempt = (1..)
         .find(|n| made.insert(format!("\u{1}recovery {n}")))
         .unwrap_or(1);
@@ -247,16 +268,20 @@ fn recover(
 }
 
 fn skip(
-    shared: &Shared,
+    // Kept for the callers' symmetry: the event is published by
+    // `handle_call` once the result is kept.
+    _shared: &Shared,
     call: &ToolCall,
     reason: SkipReason,
     note: Option<String>,
     text: &str,
-) -> ToolResult {
-    shared.publish(Event::ToolSkipped {
-        call_id: call.id.clone(),
-        reason,
-        note,
-    });
-    ToolResult::text(call, text, true)
+) -> Done {
+    Done {
+        result: ToolResult::text(call, text, true),
+        event: Event::ToolSkipped {
+            call_id: call.id.clone(),
+            reason,
+            note,
+        },
+    }
 }

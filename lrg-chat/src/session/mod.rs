@@ -74,7 +74,16 @@ pub struct SessionConfig {
     /// The generation settings a session starts with (see
     /// [`ChatSessionBuilder::generation`]).
     pub generation: GenerationSettings,
+    /// The largest model answer taken, in bytes of text, reasoning and
+    /// tool-call arguments together. One that grows past it is cut off
+    /// there: the turn ends with an error naming the size and the cap, and
+    /// nothing of it is kept (as with a stop). Default
+    /// [`DEFAULT_MAX_ANSWER_BYTES`] (4 MiB).
+    pub max_answer_bytes: usize,
 }
+
+/// Default for [`SessionConfig::max_answer_bytes`]: 4 MiB.
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 impl Default for SessionConfig {
     fn default() -> Self {
@@ -83,6 +92,7 @@ impl Default for SessionConfig {
             retry: RetryPolicy::default(),
             context: ContextPolicy::default(),
             generation: GenerationSettings::default(),
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 }
@@ -176,6 +186,29 @@ pub enum SessionError {
 #[derive(Debug)]
 pub struct TurnHandle {
     task: tokio::task::JoinHandle<TurnOutcome>,
+    /// Told once the message is kept and announced (see [`Self::accepted`]).
+    accepted: Option<oneshot::Receiver<bool>>,
+    /// What it told.
+    kept: bool,
+}
+
+impl TurnHandle {
+    /// Wait until the work is accepted: the user message (or a retry's
+    /// rewind) is durable in the session's store and its numbered event
+    /// published — what to await before acknowledging a message to anyone
+    /// (an HTTP `202`). Returns whether it is kept: `false` when the store
+    /// failed (a `warning` event said so, and the chat goes on in memory
+    /// only); `true` without a store. Returns at once when called again;
+    /// cancel-safe (a wait given up can be taken up again).
+    pub async fn accepted(&mut self) -> bool {
+        if let Some(receiver) = &mut self.accepted {
+            // A task that ended without telling (a panic) kept nothing it
+            // could vouch for.
+            self.kept = receiver.await.unwrap_or(false);
+            self.accepted = None;
+        }
+        self.kept
+    }
 }
 
 impl Future for TurnHandle {
@@ -406,6 +439,9 @@ struct State {
     estimates: crate::context::Estimates,
     /// The session's generation settings (see [`ChatSession::set_generation`]).
     generation_settings: GenerationSettings,
+    /// What the work about to start announces once its first save is
+    /// durable (a user message, a rewind): never before.
+    announce: Option<persist::Announce>,
 }
 
 impl Shared {
@@ -509,12 +545,12 @@ impl ChatSession {
         if state.running.is_some() {
             return Err(SessionError::Busy);
         }
-        let seq = self.shared.publish(Event::UserMessage {
+        // Announced by the work once it is kept (see `announce`).
+        state.announce = Some(persist::Announce::User {
+            index: state.history.len(),
             text: input.text.clone(),
             images: input.images.len(),
         });
-        let index = state.history.len();
-        state.user_seqs.push((index, seq));
         state.history.push(input.into_message());
         Ok(self.start(&runtime, state, Work::Message(generation)))
     }
@@ -532,7 +568,7 @@ impl ChatSession {
         let &(index, seq) = state.user_seqs.last().ok_or(SessionError::NothingToRetry)?;
         state.history.make_mut().truncate(index + 1);
         state.generation += 1;
-        self.shared.publish(Event::Rewound { to_seq: seq });
+        state.announce = Some(persist::Announce::Rewound { to_seq: seq });
         Ok(self.start(
             &runtime,
             state,
@@ -613,16 +649,16 @@ impl ChatSession {
     ) -> TurnHandle {
         let cancel = CancellationToken::new();
         state.running = Some(cancel.clone());
-        self.shared.publish(Event::Busy {
-            busy: true,
-            autonomous,
-        });
         drop(state);
         let shared = self.shared.clone();
         let working = external::working(&self.shared);
+        let (accepted, accepted_rx) = oneshot::channel();
         let task = runtime.spawn(working.scope_to(async move {
-            // The user message is kept even if the process dies mid-turn.
-            persist::save(&shared).await;
+            // The user message is kept before it is shown or acknowledged,
+            // and even if the process dies mid-turn.
+            let kept = persist::save(&shared).await;
+            persist::announce(&shared, autonomous);
+            let _ = accepted.send(kept);
             let note_stop = matches!(work, Work::Message(_));
             let work = async {
                 match work {
@@ -657,7 +693,11 @@ impl ChatSession {
             persist::save(&shared).await;
             outcome
         }));
-        TurnHandle { task }
+        TurnHandle {
+            task,
+            accepted: Some(accepted_rx),
+            kept: false,
+        }
     }
 
     /// Stop the running message: the model turn is cancelled at once, waiting

@@ -1,11 +1,22 @@
 //! Keeping a session in a [`SessionStore`]: the new tail of the history is
 //! appended after each step, the whole history rewritten after a clear, a
-//! retry or a compaction. A write that fails is said once (a `warning`
-//! event) and the chat goes on in memory, unsaved.
+//! retry or a compaction.
+//!
+//! What a viewer saw, a resume has: every numbered event that reports a
+//! change to the history (`user_message`, `assistant_turn`, `tool_done`,
+//! `tool_skipped`, `rewound`) is published only after the change is
+//! durable (appended and `sync_data`'d). A tool's result is kept the moment
+//! the call ends ([`save_result`]), ahead of the step's one results
+//! message, which then writes only what was not kept yet.
+//!
+//! A write that fails is said once (a `warning` event, published *before*
+//! the event whose change it failed to keep, so nothing is shown as kept
+//! that is not) and the chat goes on in memory, unsaved: a full disk should
+//! not take the conversation away from the person in it.
 
 use std::sync::Arc;
 
-use lrg_providers::{Message, Part, Role};
+use lrg_providers::{Message, Part, Role, ToolResult};
 
 use super::{Shared, State};
 use crate::events::{Event, ImageDescriptor, SkipReason};
@@ -26,6 +37,9 @@ struct Progress {
     generation: u64,
     /// A write failed: the store is no longer written.
     failed: bool,
+    /// Call ids whose results the store holds ahead of the history (kept
+    /// as each call ended; the step's results message follows).
+    ahead: Vec<String>,
 }
 
 impl Persister {
@@ -37,6 +51,7 @@ impl Persister {
                 saved,
                 generation: 0,
                 failed: false,
+                ahead: Vec::new(),
             }),
         }
     }
@@ -71,15 +86,49 @@ fn state_of(state: &State) -> SessionState {
 }
 
 /// Write what the store lacks: the rows added since the last save, or the
-/// whole history when it was cut back or replaced meanwhile.
-pub(super) async fn save(shared: &Shared) {
+/// whole history when it was cut back or replaced meanwhile. Returns
+/// whether the history is durable now: `true` without a store, `false`
+/// once a write has failed.
+pub(super) async fn save(shared: &Shared) -> bool {
     let Some(persister) = &shared.persister else {
-        return;
+        return true;
     };
     // Held across the write, so saves reach the store in order.
     let mut progress = persister.progress.lock().await;
+    save_locked(shared, persister, &mut progress).await
+}
+
+/// Keep a tool call's result now, before its `tool_done` (or
+/// `tool_skipped`) is published: a `tool_done ok:true` that was shown must
+/// not come back as "not finished" after a crash. The result is appended as
+/// a row of its own; the step's results message, saved later, skips it, and
+/// a load merges the rows into one message again.
+pub(super) async fn save_result(shared: &Shared, result: &ToolResult) -> bool {
+    let Some(persister) = &shared.persister else {
+        return true;
+    };
+    let mut progress = persister.progress.lock().await;
+    // Whatever came before the call first (normally kept already).
+    if !save_locked(shared, persister, &mut progress).await {
+        return false;
+    }
+    let row = [Message::tool_results([result.clone()])];
+    let stored = state_of(&shared.lock());
+    match persister.store.append(&persister.id, &row, &stored).await {
+        Ok(()) => {
+            progress.ahead.push(result.call_id.clone());
+            true
+        }
+        Err(e) => {
+            fail(shared, &mut progress, &e);
+            false
+        }
+    }
+}
+
+async fn save_locked(shared: &Shared, persister: &Persister, progress: &mut Progress) -> bool {
     if progress.failed {
-        return;
+        return false;
     }
     let (write, stored, len, generation) = {
         let state = shared.lock();
@@ -87,12 +136,23 @@ pub(super) async fn save(shared: &Shared) {
         let write = if state.generation != progress.generation || len < progress.saved {
             Write::Rewrite(state.history.clone())
         } else if len > progress.saved {
-            Write::Append(state.history[progress.saved..].to_vec())
+            Write::Append(without_ahead(
+                &state.history[progress.saved..],
+                &progress.ahead,
+            ))
         } else {
-            return;
+            return true;
         };
         (write, state_of(&state), len, state.generation)
     };
+    // The step's results were all kept as each call ended, with the state
+    // as it was then (a grant comes before its call runs): nothing is left
+    // to write, and no second fsync is paid for the step.
+    if matches!(&write, Write::Append(rows) if rows.is_empty()) {
+        progress.saved = len;
+        progress.ahead.clear();
+        return true;
+    }
     let result = match &write {
         Write::Append(rows) => persister.store.append(&persister.id, rows, &stored).await,
         Write::Rewrite(rows) => persister.store.rewrite(&persister.id, rows, &stored).await,
@@ -101,18 +161,87 @@ pub(super) async fn save(shared: &Shared) {
         Ok(()) => {
             progress.saved = len;
             progress.generation = generation;
+            progress.ahead.clear();
+            true
         }
         Err(e) => {
-            progress.failed = true;
-            shared.publish(Event::Warning {
-                message: format!(
-                    "This chat is no longer being saved: {e}. It goes on in memory only \
-                     and is lost when the program ends."
-                ),
-                retrying: false,
-            });
+            fail(shared, progress, &e);
+            false
         }
     }
+}
+
+fn fail(shared: &Shared, progress: &mut Progress, e: &crate::store::StoreError) {
+    progress.failed = true;
+    shared.publish(Event::Warning {
+        message: format!(
+            "This chat is no longer being saved: {e}. It goes on in memory only \
+             and is lost when the program ends."
+        ),
+        retrying: false,
+    });
+}
+
+/// `rows` without the results the store holds already ([`save_result`]);
+/// a results row left with nothing is left out.
+fn without_ahead(rows: &[Message], ahead: &[String]) -> Vec<Message> {
+    if ahead.is_empty() {
+        return rows.to_vec();
+    }
+    rows.iter()
+        .filter_map(|row| {
+            if row.role != Role::Tool {
+                return Some(row.clone());
+            }
+            let parts: Vec<Part> = row
+                .parts
+                .iter()
+                .filter(|p| !matches!(p, Part::ToolResult(r) if ahead.contains(&r.call_id)))
+                .cloned()
+                .collect();
+            (!parts.is_empty()).then(|| Message {
+                role: Role::Tool,
+                parts,
+            })
+        })
+        .collect()
+}
+
+/// A change to the history whose event waits for the change to be kept.
+pub(super) enum Announce {
+    /// The user message at `index` of the history.
+    User {
+        index: usize,
+        text: String,
+        images: usize,
+    },
+    /// A retry cut the history back to the user message of event `to_seq`.
+    Rewound { to_seq: u64 },
+}
+
+/// Publish what the starting work announces, then `busy`: called once its
+/// first save is done, so a `user_message` is never shown (nor a `202`
+/// given) for a message a crash could still lose.
+pub(super) fn announce(shared: &Shared, autonomous: bool) {
+    let mut state = shared.lock();
+    match state.announce.take() {
+        Some(Announce::User {
+            index,
+            text,
+            images,
+        }) => {
+            let seq = shared.publish(Event::UserMessage { text, images });
+            state.user_seqs.push((index, seq));
+        }
+        Some(Announce::Rewound { to_seq }) => {
+            shared.publish(Event::Rewound { to_seq });
+        }
+        None => {}
+    }
+    shared.publish(Event::Busy {
+        busy: true,
+        autonomous,
+    });
 }
 
 /// Seed a new session's state from a stored one and tell viewers its

@@ -121,15 +121,13 @@ pub(super) async fn run_message(
             })
             .collect::<String>();
         let text = turn.text();
-        {
-            let mut state = shared.lock();
-            shared.publish(Event::AssistantTurn {
-                reasoning,
-                text: text.clone(),
-            });
-            state.history.push(turn.into_message());
-        }
+        shared.lock().history.push(turn.into_message());
+        // Kept before it is shown: what a viewer saw, a resume has.
         super::persist::save(shared).await;
+        shared.publish(Event::AssistantTurn {
+            reasoning,
+            text: text.clone(),
+        });
         if calls.is_empty() {
             return TurnOutcome::Completed { text };
         }
@@ -199,6 +197,7 @@ pub(super) async fn resolve(
     cancel: &CancellationToken,
 ) -> Result<std::sync::Arc<dyn ChatModel>, TurnFailure> {
     let mut attempt = 0;
+    let started = tokio::time::Instant::now();
     loop {
         let result = tokio::select! {
             biased;
@@ -213,18 +212,20 @@ pub(super) async fn resolve(
             }
             Err(e) => {
                 attempt += 1;
-                retry_or_fail(shared, e, attempt, cancel).await?;
+                retry_or_fail(shared, e, attempt, started, cancel).await?;
             }
         }
     }
 }
 
-/// Wait before retry `attempt` when `error` is transient and retries are
-/// left; otherwise the failure to end the turn with.
+/// Wait before retry `attempt` when `error` is transient, retries are left
+/// and the retry would start within the policy's deadline (counted from
+/// `started`, the first attempt); otherwise the failure to end the turn with.
 async fn retry_or_fail(
     shared: &Shared,
     error: ProviderError,
     attempt: u32,
+    started: tokio::time::Instant,
     cancel: &CancellationToken,
 ) -> Result<(), TurnFailure> {
     let policy = &shared.config.retry;
@@ -232,6 +233,9 @@ async fn retry_or_fail(
         return Err(TurnFailure::Failed(error));
     }
     let delay = policy.delay(attempt, error.retry_after());
+    if !policy.within_deadline(started.elapsed(), delay) {
+        return Err(TurnFailure::Failed(past_deadline(error, started, policy)));
+    }
     shared.publish(Event::Warning {
         message: format!(
             "The model failed: {error}. Retry {attempt} of {} in {} ms.",
@@ -263,9 +267,12 @@ pub(super) async fn stream_turn(
     let stopped = cancel.cancelled();
     tokio::pin!(stopped);
     let mut attempt = 0;
+    let started = tokio::time::Instant::now();
+    let cap = shared.config.max_answer_bytes;
     loop {
         let mut stream = model.turn(request.clone(), cancel.child_token());
         let mut turn = AssistantTurn::default();
+        let mut size = AnswerSize::default();
         let error = loop {
             let next = tokio::select! {
                 biased;
@@ -275,6 +282,12 @@ pub(super) async fn stream_turn(
             // A stop drops the stream at once, even one that never waits.
             if cancel.is_cancelled() {
                 return Err(TurnFailure::Stopped);
+            }
+            if let Some(Ok(event)) = &next
+                && size.add(event) > cap
+            {
+                // Dropped like a stopped turn: nothing of it is kept.
+                return Err(TurnFailure::Failed(too_large(size.total(), cap)));
             }
             match next {
                 None => return Ok(turn),
@@ -320,7 +333,74 @@ pub(super) async fn stream_turn(
             }
         };
         attempt += 1;
-        retry_or_fail(shared, error, attempt, cancel).await?;
+        retry_or_fail(shared, error, attempt, started, cancel).await?;
+    }
+}
+
+/// `error`, saying that the retry deadline stopped the retries.
+fn past_deadline(
+    error: ProviderError,
+    started: tokio::time::Instant,
+    policy: &lrg_providers::RetryPolicy,
+) -> ProviderError {
+    let deadline = policy.deadline.unwrap_or_default().as_secs_f64();
+    let note = format!(
+        "gave up after {:.1} s of tries: another would start past the retry deadline of {deadline} s",
+        started.elapsed().as_secs_f64()
+    );
+    match error {
+        ProviderError::Transient {
+            message,
+            retry_after,
+        } => ProviderError::Transient {
+            message: format!("{message}; {note}"),
+            retry_after,
+        },
+        other => other,
+    }
+}
+
+/// The error a turn ends with when its answer grows past `cap` bytes.
+fn too_large(bytes: u64, cap: usize) -> ProviderError {
+    ProviderError::Other {
+        message: format!(
+            "the model's answer grew past the {} cap for one answer: it was cut off at {} \
+             and dropped",
+            crate::tools::byte_size(cap as u64),
+            crate::tools::byte_size(bytes)
+        ),
+    }
+}
+
+/// Bytes of one answer so far: text, reasoning, and tool-call arguments
+/// (streamed fragments or whole calls, whichever is more).
+#[derive(Default)]
+struct AnswerSize {
+    prose: u64,
+    fragments: u64,
+    calls: u64,
+}
+
+impl AnswerSize {
+    /// Count `event`; the total so far.
+    fn add(&mut self, event: &TurnEvent) -> usize {
+        match event {
+            TurnEvent::TextDelta { text } | TurnEvent::ReasoningDelta { text } => {
+                self.prose += text.len() as u64;
+            }
+            TurnEvent::ToolCallDelta {
+                arguments_fragment, ..
+            } => self.fragments += arguments_fragment.len() as u64,
+            TurnEvent::ToolCall(call) => {
+                self.calls += call.arguments.to_string().len() as u64;
+            }
+            _ => {}
+        }
+        usize::try_from(self.total()).unwrap_or(usize::MAX)
+    }
+
+    fn total(&self) -> u64 {
+        self.prose + self.fragments.max(self.calls)
     }
 }
 

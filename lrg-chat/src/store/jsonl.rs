@@ -4,12 +4,23 @@
 //! one line per history row (`{"row":{…}}`) and, after each step's rows, the
 //! state (`{"state":{…}}`). A step is one `write_all` followed by
 //! `sync_data`, so a crash costs at most a torn last line, which a load drops
-//! and reports. Rewrites go to a temporary file renamed over the old one.
+//! and reports. Any other damage — a bad line with rows after it (a NUL
+//! line included), a corrupt or emptied header, a newer format — refuses the
+//! load and the resume, leaves the file as it is, and lists the session as
+//! damaged ([`SessionStore::damaged`]). A new file is written whole (temp +
+//! rename), so lrg itself never leaves an empty or half-headed one.
 //!
 //! One writer per session: `<dir>/<id>.lock` is held with an advisory lock
 //! (`flock`) from create/resume until release. It is a file of its own because
 //! a rename replaces the session file, and a lock on a replaced file guards
-//! nothing.
+//! nothing. It also holds the session's id and keys (written before the
+//! session file), so a session whose file is damaged past reading still
+//! names its keys, and no second chat is started under them.
+//!
+//! A resume keeps every row and rewrites the file only to repair it; with a
+//! row bound, the older rows go to `<id>.jsonl.archive-<n>` (a header, then
+//! rows) before the file is rewritten without them. A delete removes the
+//! archives with the session.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -19,15 +30,20 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use lrg_providers::Message;
-use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex as AsyncMutex;
 
+use super::jsonl_format::{
+    LockNote, header_line, parse, parse_header, row_lines, salvage, step_lines, summarize,
+};
 use super::{
-    FORMAT_VERSION, INTERRUPTED_NOTE, ListFilter, SessionId, SessionMeta, SessionState,
-    SessionStore, SessionSummary, StoreError, StoredSession, answer_open_calls, relock, trim_start,
+    DamagedSession, ListFilter, SessionId, SessionKeys, SessionMeta, SessionState, SessionStore,
+    SessionSummary, StoreError, StoredSession, relock, trim_start,
 };
 
-/// Sessions as JSON-lines files in one directory. See the [module docs](self).
+/// Sessions as JSON-lines files in one directory: `<dir>/<id>.jsonl`, a
+/// header line, then one line per history row and a state line after each
+/// step, appended and `sync_data`'d; only a torn last line is ever dropped
+/// on load (see [`crate::store`]).
 #[derive(Debug)]
 pub struct JsonlStore {
     dir: PathBuf,
@@ -44,34 +60,6 @@ struct Writer {
     /// Holds the advisory lock while open.
     lock: File,
     lock_path: PathBuf,
-}
-
-#[derive(Serialize, Deserialize)]
-struct Header {
-    lrg_session: u32,
-    #[serde(flatten)]
-    meta: SessionMeta,
-}
-
-/// Only the version, read first so a newer file is refused by its version
-/// rather than by a field this lrg does not know.
-#[derive(Deserialize)]
-struct Version {
-    lrg_session: u32,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "snake_case")]
-enum LineOut<'a> {
-    Row(&'a Message),
-    State(&'a SessionState),
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum LineIn {
-    Row(Message),
-    State(SessionState),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -152,6 +140,141 @@ impl JsonlStore {
     fn register(&self, writer: Writer) {
         relock(&self.open).insert(writer.id.clone(), Arc::new(AsyncMutex::new(writer)));
     }
+
+    /// Every session file in the directory: the readable ones, most
+    /// recently changed first, and the damaged ones (each logged at error
+    /// level: a person has to repair or remove it).
+    async fn scan(&self) -> Result<(Vec<SessionSummary>, Vec<DamagedSession>), StoreError> {
+        let dir = self.dir.clone();
+        blocking(move || {
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok((Vec::new(), Vec::new()));
+                }
+                Err(e) => return Err(io(&dir)(e)),
+            };
+            let mut good = Vec::new();
+            let mut damaged = Vec::new();
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+                    continue;
+                }
+                let bytes = match std::fs::read(&path) {
+                    Ok(b) => b,
+                    // Deleted meanwhile.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        tracing::warn!("skipping a session file: {}", io(&path)(e));
+                        continue;
+                    }
+                };
+                match summarize(&path, &bytes) {
+                    Ok(s) => good.push(s),
+                    Err(error) => {
+                        tracing::error!(
+                            "a damaged session file, left as it is (its chat cannot be resumed until it \
+                             is repaired or removed): {error}"
+                        );
+                        damaged.push(damage_of(&path, &bytes, error));
+                    }
+                }
+            }
+            good.sort_by(|a, b| {
+                b.updated_ms
+                    .cmp(&a.updated_ms)
+                    .then_with(|| a.meta.id.cmp(&b.meta.id))
+            });
+            Ok((good, damaged))
+        })
+        .await
+    }
+}
+
+/// What can be told of the damaged file `path`: its id and keys from what
+/// is left of its header, else from its lock file's note.
+fn damage_of(path: &Path, bytes: &[u8], error: StoreError) -> DamagedSession {
+    let (mut id, mut keys) = salvage(bytes);
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .map(|s| s.replace('.', "::"));
+    if id.is_none() {
+        id = stem.as_deref().and_then(|s| s.parse().ok());
+    }
+    if keys.is_none()
+        && let Some(note) = std::fs::read(path.with_extension("lock"))
+            .ok()
+            .and_then(|b| LockNote::parse(&b))
+        && id.as_ref().is_none_or(|id| *id == note.id)
+    {
+        id = Some(note.id);
+        keys = note.keys;
+    }
+    DamagedSession {
+        file: path.to_path_buf(),
+        id,
+        keys,
+        error,
+    }
+}
+
+/// Write `note` over the lock file's content, durably.
+fn write_note(lock: &File, lock_path: &Path, note: &[u8]) -> Result<(), StoreError> {
+    let mut f = lock;
+    f.set_len(0).map_err(io(lock_path))?;
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0)).map_err(io(lock_path))?;
+    f.write_all(note).map_err(io(lock_path))?;
+    f.sync_data().map_err(io(lock_path))
+}
+
+/// The archives of the session file `path`: `<file>.archive-<n>`, oldest
+/// first (a listing skips them: they are not `.jsonl`).
+fn archives(path: &Path) -> Vec<(u64, PathBuf)> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return Vec::new();
+    };
+    let prefix = format!("{name}.archive-");
+    let mut out: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name();
+            let n = file.to_str()?.strip_prefix(&prefix)?.parse().ok()?;
+            Some((n, e.path()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Move `rows` (the oldest of a session) to a new archive beside `path`:
+/// its header, then the rows, written whole (temp + rename) before the
+/// session file is rewritten without them.
+fn archive(path: &Path, meta: &SessionMeta, rows: &[Message]) -> Result<(), StoreError> {
+    let next = archives(path).last().map_or(1, |(n, _)| n + 1);
+    let target = PathBuf::from(format!("{}.archive-{next}", path.display()));
+    let tmp = PathBuf::from(format!("{}.tmp", target.display()));
+    let mut bytes = header_line(meta);
+    bytes.extend(row_lines(rows)?);
+    let mut file = File::create(&tmp).map_err(io(&tmp))?;
+    file.write_all(&bytes).map_err(io(&tmp))?;
+    file.sync_data().map_err(io(&tmp))?;
+    drop(file);
+    std::fs::rename(&tmp, &target).map_err(io(&target))?;
+    if let Some(dir) = path.parent() {
+        sync_dir(dir);
+    }
+    Ok(())
+}
+
+fn remove_archives(path: &Path) -> Result<(), StoreError> {
+    for (_, archive) in archives(path) {
+        remove(&archive)?;
+    }
+    Ok(())
 }
 
 /// Run blocking file work off the async threads.
@@ -161,32 +284,6 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .unwrap_or_else(|e| Err(StoreError::Database(format!("store task failed: {e}"))))
-}
-
-fn header_line(meta: &SessionMeta) -> Vec<u8> {
-    let mut out = serde_json::to_vec(&Header {
-        lrg_session: FORMAT_VERSION,
-        meta: meta.clone(),
-    })
-    .unwrap_or_default();
-    out.push(b'\n');
-    out
-}
-
-/// The lines for `rows` then `state`, ready for one `write_all`.
-fn step_lines(rows: &[Message], state: &SessionState) -> Result<Vec<u8>, StoreError> {
-    let mut out = Vec::new();
-    let mut line = |l: LineOut<'_>| -> Result<(), StoreError> {
-        serde_json::to_writer(&mut out, &l)
-            .map_err(|e| StoreError::Database(format!("cannot encode a row: {e}")))?;
-        out.push(b'\n');
-        Ok(())
-    };
-    for row in rows {
-        line(LineOut::Row(row))?;
-    }
-    line(LineOut::State(state))?;
-    Ok(out)
 }
 
 fn sync_dir(dir: &Path) {
@@ -233,127 +330,6 @@ fn read_file(path: &Path, id: &SessionId) -> Result<StoredSession, StoreError> {
     parse(path, &bytes, Some(id))
 }
 
-fn corrupt(path: &Path, line: usize, reason: impl Into<String>) -> StoreError {
-    StoreError::Corrupt {
-        file: path.to_path_buf(),
-        line,
-        reason: reason.into(),
-    }
-}
-
-fn parse_header(path: &Path, line: &[u8]) -> Result<SessionMeta, StoreError> {
-    let version: Version = serde_json::from_slice(line)
-        .map_err(|e| corrupt(path, 1, format!("not an lrg session header ({e})")))?;
-    if version.lrg_session > FORMAT_VERSION {
-        return Err(StoreError::FutureVersion {
-            file: path.to_path_buf(),
-            found: version.lrg_session,
-        });
-    }
-    let header: Header = serde_json::from_slice(line)
-        .map_err(|e| corrupt(path, 1, format!("bad session header ({e})")))?;
-    Ok(header.meta)
-}
-
-fn parse(path: &Path, bytes: &[u8], id: Option<&SessionId>) -> Result<StoredSession, StoreError> {
-    let Some(header_end) = bytes.iter().position(|&b| b == b'\n') else {
-        return Err(corrupt(
-            path,
-            1,
-            "truncated header (the file ends before its first line does)",
-        ));
-    };
-    let meta = parse_header(path, &bytes[..header_end])?;
-    if let Some(id) = id
-        && meta.id != *id
-    {
-        return Err(corrupt(
-            path,
-            1,
-            format!("the header names session `{}`", meta.id),
-        ));
-    }
-    let mut rows = Vec::new();
-    let mut state = SessionState {
-        updated_ms: meta.created_ms,
-        ..SessionState::default()
-    };
-    let mut warnings = Vec::new();
-    // Rows only count once their step's state line follows: a step cut
-    // short keeps the rows that made it (each is whole), which is the most
-    // a crash can leave.
-    let mut rest = &bytes[header_end + 1..];
-    let mut number = 1;
-    while !rest.is_empty() {
-        number += 1;
-        let (line, torn) = match rest.iter().position(|&b| b == b'\n') {
-            Some(end) => {
-                let line = &rest[..end];
-                rest = &rest[end + 1..];
-                (line, false)
-            }
-            None => {
-                let line = rest;
-                rest = &[];
-                (line, true)
-            }
-        };
-        if torn || line.iter().all(|&b| b == 0) {
-            warnings.push(format!(
-                "{}:{number}: dropped a torn last line ({} bytes): a write was cut short, \
-                 so the last step in flight was lost",
-                path.display(),
-                line.len()
-            ));
-            break;
-        }
-        match serde_json::from_slice::<LineIn>(line) {
-            Ok(LineIn::Row(row)) => rows.push(row),
-            Ok(LineIn::State(s)) => state = s,
-            Err(e) => return Err(corrupt(path, number, format!("unreadable line ({e})"))),
-        }
-    }
-    let answered = answer_open_calls(&mut rows, INTERRUPTED_NOTE);
-    if answered > 0 {
-        warnings.push(format!(
-            "{answered} tool call(s) had no result (the session ended while they ran); \
-             they are recorded as not finished"
-        ));
-    }
-    Ok(StoredSession {
-        meta,
-        state,
-        rows,
-        warnings,
-    })
-}
-
-/// The summary of one file, read without checking every row.
-fn summarize(path: &Path) -> Result<SessionSummary, StoreError> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
-    let Some(header_end) = bytes.iter().position(|&b| b == b'\n') else {
-        return Err(corrupt(path, 1, "truncated header"));
-    };
-    let meta = parse_header(path, &bytes[..header_end])?;
-    let body = &bytes[header_end + 1..];
-    let mut rows = 0;
-    let mut updated_ms = meta.created_ms;
-    for line in body.split(|&b| b == b'\n') {
-        if line.starts_with(b"{\"row\"") {
-            rows += 1;
-        } else if line.starts_with(b"{\"state\"")
-            && let Ok(LineIn::State(s)) = serde_json::from_slice(line)
-        {
-            updated_ms = s.updated_ms;
-        }
-    }
-    Ok(SessionSummary {
-        meta,
-        rows,
-        updated_ms,
-    })
-}
-
 impl SessionStore for JsonlStore {
     fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
@@ -361,18 +337,31 @@ impl SessionStore for JsonlStore {
             let path = self.path_of(&meta.id);
             let id = meta.id.clone();
             let header = header_line(meta);
+            let note = LockNote::of(meta).to_bytes();
             let dir = self.dir.clone();
             let writer = blocking(move || {
-                let mut file = match OpenOptions::new().append(true).create_new(true).open(&path) {
-                    Ok(f) => f,
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        return Err(StoreError::Exists(id));
-                    }
-                    Err(e) => return Err(io(&path)(e)),
-                };
-                file.write_all(&header).map_err(io(&path))?;
-                file.sync_data().map_err(io(&path))?;
+                // Under the lock no other lrg creates this id; the check
+                // keeps an existing session (and its note) as it is.
+                if path.exists() {
+                    return Err(StoreError::Exists(id));
+                }
+                // The note first: from here on, whatever becomes of the
+                // session file, its keys are known.
+                write_note(&lock, &lock_path, &note)?;
+                // The header goes in whole (temp + rename): a session file
+                // never exists empty or half-headed by lrg's doing, so a
+                // file that is must be damage.
+                let tmp = path.with_extension("jsonl.tmp");
+                let mut file = File::create(&tmp).map_err(io(&tmp))?;
+                file.write_all(&header).map_err(io(&tmp))?;
+                file.sync_data().map_err(io(&tmp))?;
+                drop(file);
+                std::fs::rename(&tmp, &path).map_err(io(&path))?;
                 sync_dir(&dir);
+                let file = OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .map_err(io(&path))?;
                 Ok(Writer {
                     id,
                     path,
@@ -400,11 +389,27 @@ impl SessionStore for JsonlStore {
                 // On any error the lock file handle drops here: nothing was
                 // written, and the lock is free again.
                 let mut stored = read_file(&path, &id)?;
+                // Sessions from before lock notes get theirs now.
+                let note = LockNote::of(&stored.meta).to_bytes();
+                let held = std::fs::read(&lock_path).unwrap_or_default();
+                if held != note {
+                    write_note(&lock, &lock_path, &note)?;
+                }
                 let start = trim_start(&stored.rows, max_rows);
                 if start > 0 {
+                    archive(&path, &stored.meta, &stored.rows[..start])?;
                     stored.rows.drain(..start);
                 }
-                let file = write_whole(&path, &stored.meta, &stored.rows, &stored.state)?;
+                // Rewritten only when something changed: a repair (a torn
+                // last line dropped, open calls answered) or a trim.
+                let file = if start > 0 || !stored.warnings.is_empty() {
+                    write_whole(&path, &stored.meta, &stored.rows, &stored.state)?
+                } else {
+                    OpenOptions::new()
+                        .append(true)
+                        .open(&path)
+                        .map_err(io(&path))?
+                };
                 let writer = Writer {
                     id,
                     path,
@@ -483,34 +488,28 @@ impl SessionStore for JsonlStore {
         filter: &'a ListFilter,
     ) -> BoxFuture<'a, Result<Vec<SessionSummary>, StoreError>> {
         Box::pin(async move {
-            let dir = self.dir.clone();
-            let filter = filter.clone();
-            blocking(move || {
-                let entries = match std::fs::read_dir(&dir) {
-                    Ok(e) => e,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                    Err(e) => return Err(io(&dir)(e)),
-                };
-                let mut out = Vec::new();
-                for entry in entries.flatten() {
-                    let path = entry.path();
-                    if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-                        continue;
-                    }
-                    match summarize(&path) {
-                        Ok(s) if filter.matches(&s.meta) => out.push(s),
-                        Ok(_) => {}
-                        Err(e) => tracing::warn!("skipping a session file: {e}"),
-                    }
-                }
-                out.sort_by(|a, b| {
-                    b.updated_ms
-                        .cmp(&a.updated_ms)
-                        .then_with(|| a.meta.id.cmp(&b.meta.id))
-                });
-                Ok(out)
-            })
-            .await
+            let (mut good, _) = self.scan().await?;
+            good.retain(|s| filter.matches(&s.meta));
+            Ok(good)
+        })
+    }
+
+    fn damaged<'a>(&'a self) -> BoxFuture<'a, Result<Vec<DamagedSession>, StoreError>> {
+        Box::pin(async move { Ok(self.scan().await?.1) })
+    }
+
+    fn find<'a>(
+        &'a self,
+        keys: &'a SessionKeys,
+    ) -> BoxFuture<'a, Result<Option<SessionSummary>, StoreError>> {
+        Box::pin(async move {
+            // One pass over the directory for both.
+            let (good, damaged) = self.scan().await?;
+            if let Some(d) = damaged.into_iter().find(|d| d.keys.as_ref() == Some(keys)) {
+                return Err(d.error);
+            }
+            let filter = ListFilter::keys(keys);
+            Ok(good.into_iter().find(|s| filter.matches(&s.meta)))
         })
     }
 
@@ -523,6 +522,7 @@ impl SessionStore for JsonlStore {
                     // Under the writer's lock: an append queued behind this
                     // finds no file and fails, never recreating the session.
                     writer.file = None;
+                    remove_archives(&writer.path)?;
                     let existed = remove(&writer.path)?;
                     remove(&writer.lock_path)?;
                     let _ = writer.lock.unlock();
@@ -538,6 +538,7 @@ impl SessionStore for JsonlStore {
             }
             let (lock, lock_path) = self.take_lock(id)?;
             blocking(move || {
+                remove_archives(&path)?;
                 let existed = remove(&path)?;
                 remove(&lock_path)?;
                 drop(lock);
@@ -559,22 +560,5 @@ fn remove(path: &Path) -> Result<bool, StoreError> {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(io(path)(e)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_torn_last_line_is_dropped_and_said() {
-        let meta = SessionMeta::new(super::super::ModelBinding::new("p:m"));
-        let mut bytes = header_line(&meta);
-        bytes.extend(step_lines(&[Message::user("hi")], &SessionState::default()).unwrap());
-        bytes.extend_from_slice(b"{\"row\":{\"role\":\"assi");
-        let s = parse(Path::new("x.jsonl"), &bytes, Some(&meta.id)).unwrap();
-        assert_eq!(s.rows, vec![Message::user("hi")]);
-        assert_eq!(s.warnings.len(), 1);
-        assert!(s.warnings[0].starts_with("x.jsonl:4: dropped a torn last line"));
     }
 }

@@ -6,9 +6,12 @@
 //! Gemini chat resumes with its signatures) and a [`SessionState`] (grants
 //! "for this chat", usage so far).
 //!
-//! The session appends the new tail of its history after each step it
-//! publishes ([`crate::session::ChatSessionBuilder::store`]), and rewrites the
-//! whole history after a clear, a retry or a compaction. One process writes a
+//! The session appends the new tail of its history, durably, *before* it
+//! publishes the numbered event that shows it
+//! ([`crate::session::ChatSessionBuilder::store`]): what a viewer saw, a
+//! resume has. It rewrites the whole history after a clear, a retry or a
+//! compaction. A resume keeps the whole conversation ([`RESUME_ROWS`]);
+//! context fitting alone decides what a model sees. One process writes a
 //! session at a time: [`SessionStore::create`] and [`SessionStore::resume`]
 //! take the writer's place, which [`SessionStore::release`] gives back.
 //!
@@ -17,6 +20,7 @@
 //! (`lrg-chat/tests/store.rs`).
 
 mod jsonl;
+mod jsonl_format;
 mod keys;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -31,7 +35,7 @@ use lrg_providers::{Message, Part, Role, ToolResult, Usage};
 use serde::{Deserialize, Serialize};
 
 pub use jsonl::JsonlStore;
-pub use keys::{KeyError, SessionKey, SessionKeys};
+pub use keys::{KEY_RULE, KeyError, SessionKey, SessionKeys};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use trim::trim_start;
@@ -40,8 +44,12 @@ pub use trim::trim_start;
 /// read a newer one.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// Default for how many history rows a resume keeps ([`trim_start`]).
-pub const RESUME_ROWS: usize = 64;
+/// Default for how many history rows a resume keeps in the live file: all
+/// of them. The store keeps the whole conversation; context fitting alone
+/// decides what a model sees. A smaller bound (`--max-kept-rows`) moves the
+/// older rows to an archive beside the session ([`SessionStore::resume`]),
+/// never deletes them.
+pub const RESUME_ROWS: usize = usize::MAX;
 
 /// A session's id: 32 lowercase hex digits, safe in a file name and a URL;
 /// a sub-agent's is its parent's followed by `::sub::<n>`
@@ -247,6 +255,22 @@ pub struct SessionSummary {
     pub updated_ms: u64,
 }
 
+/// A session a store cannot read ([`SessionStore::damaged`]); it is left
+/// as it is, for a person to repair or remove.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct DamagedSession {
+    /// The file (or table and id) that holds it.
+    pub file: PathBuf,
+    /// Its id, when the file name or header tells it.
+    pub id: Option<SessionId>,
+    /// Its keys, when what is left of the header (or the session's lock
+    /// file) tells them.
+    pub keys: Option<SessionKeys>,
+    /// What is wrong, naming the file and line.
+    pub error: StoreError,
+}
+
 /// Which sessions [`SessionStore::list`] returns; empty fields match all.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -333,8 +357,8 @@ pub enum StoreError {
     },
     /// Written by a newer lrg.
     #[error(
-        "{}: format version {found} is newer than this lrg reads ({FORMAT_VERSION}); \
-         upgrade lrg to open it. The file was left as it is",
+        "{}: written by a newer lrg (format version {found} is newer than this lrg reads, \
+         {FORMAT_VERSION}); upgrade lrg to open it. The file was left as it is",
         file.display()
     )]
     FutureVersion {
@@ -357,6 +381,15 @@ pub enum StoreError {
     Database(String),
 }
 
+impl StoreError {
+    /// Whether the session is damaged or foreign (a bad line, a corrupt
+    /// header, a newer format): it was left as it is, and resuming it
+    /// needs a person, not a retry.
+    pub fn is_damage(&self) -> bool {
+        matches!(self, Self::Corrupt { .. } | Self::FutureVersion { .. })
+    }
+}
+
 /// Where sessions are kept. See the [module docs](self).
 ///
 /// Every method is safe to call from several tasks at once; appends and
@@ -365,9 +398,12 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// Store a new, empty session and take the writer's place for it.
     fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Load a session, take the writer's place for it, and rewrite it
-    /// trimmed to its newest `max_rows` rows ([`trim_start`]); returns what
-    /// was kept.
+    /// Load a session and take the writer's place for it; returns its
+    /// history. Damage other than a torn last line refuses the resume and
+    /// leaves the session as it is. With `max_rows` below the history's
+    /// length ([`RESUME_ROWS`], every row, is the default), the rows before
+    /// [`trim_start`] move to an archive beside the session (never deleted)
+    /// and the live history keeps the newest ones.
     fn resume<'a>(
         &'a self,
         id: &'a SessionId,
@@ -396,7 +432,8 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn load<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<StoredSession, StoreError>>;
 
     /// The sessions that pass `filter`, most recently changed first. Files
-    /// that cannot be read are left out (and logged).
+    /// that cannot be read are left out (and logged at error level): see
+    /// [`SessionStore::damaged`].
     fn list<'a>(
         &'a self,
         filter: &'a ListFilter,
@@ -412,12 +449,31 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// awaiting leaves that to the store, as a crash would).
     fn release<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, ()>;
 
-    /// The most recently changed session with exactly these keys.
+    /// The sessions that cannot be read (a bad line, a corrupt header, a
+    /// newer format, an empty file), with whatever could be told of them.
+    /// A store that cannot be damaged this way has none (the default).
+    fn damaged<'a>(&'a self) -> BoxFuture<'a, Result<Vec<DamagedSession>, StoreError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// The most recently changed session with exactly these keys. A damaged
+    /// session with these keys is an error ([`StoreError::Corrupt`] or
+    /// [`StoreError::FutureVersion`]), even beside a readable one: never
+    /// may a caller start a second chat under keys whose chat it cannot
+    /// read.
     fn find<'a>(
         &'a self,
         keys: &'a SessionKeys,
     ) -> BoxFuture<'a, Result<Option<SessionSummary>, StoreError>> {
         Box::pin(async move {
+            if let Some(damaged) = self
+                .damaged()
+                .await?
+                .into_iter()
+                .find(|d| d.keys.as_ref() == Some(keys))
+            {
+                return Err(damaged.error);
+            }
             let filter = ListFilter::keys(keys);
             Ok(self.list(&filter).await?.into_iter().next())
         })
@@ -457,6 +513,40 @@ pub(crate) fn answer_open_calls(history: &mut Vec<Message>, note: &str) -> usize
         history.push(Message::tool_results(missing));
     }
     n
+}
+
+/// Make consecutive tool-result rows one (the first result of a call
+/// wins): a step's results are kept one by one as each call ends, so that
+/// none is shown before it is durable, and read back as the one message
+/// every model API expects after a calling turn.
+pub(crate) fn merge_tool_rows(rows: &mut Vec<Message>) {
+    if !rows
+        .windows(2)
+        .any(|w| w[0].role == Role::Tool && w[1].role == Role::Tool)
+    {
+        return;
+    }
+    let mut merged: Vec<Message> = Vec::with_capacity(rows.len());
+    for row in rows.drain(..) {
+        match merged.last_mut() {
+            Some(last) if last.role == Role::Tool && row.role == Role::Tool => {
+                for part in row.parts {
+                    let seen = match &part {
+                        Part::ToolResult(r) => last
+                            .parts
+                            .iter()
+                            .any(|p| matches!(p, Part::ToolResult(o) if o.call_id == r.call_id)),
+                        _ => false,
+                    };
+                    if !seen {
+                        last.parts.push(part);
+                    }
+                }
+            }
+            _ => merged.push(row),
+        }
+    }
+    *rows = merged;
 }
 
 /// What [`answer_open_calls`] would add, without touching the history.

@@ -9,6 +9,12 @@
 //! on this store's connection from create/resume until release; the server
 //! frees it when the connection ends, so a crashed node leaves no stale lock.
 //!
+//! A resume bounded below the history's length moves the older rows to
+//! `lrg_session_archive` (never deletes them); a session that cannot be
+//! read (a newer format, an unreadable meta) is listed by
+//! [`SessionStore::damaged`] with the keys its columns hold, so it is never
+//! replaced by a second chat under them.
+//!
 //! One connection per store, used by one operation at a time.
 
 use std::collections::HashSet;
@@ -21,8 +27,9 @@ use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncGuard, OnceCell};
 use tokio_postgres::{Client, NoTls};
 
 use super::{
-    FORMAT_VERSION, INTERRUPTED_NOTE, ListFilter, SessionId, SessionMeta, SessionState,
-    SessionStore, SessionSummary, StoreError, StoredSession, answer_open_calls, relock, trim_start,
+    DamagedSession, FORMAT_VERSION, INTERRUPTED_NOTE, ListFilter, SessionId, SessionKeys,
+    SessionMeta, SessionState, SessionStore, SessionSummary, StoreError, StoredSession,
+    answer_open_calls, merge_tool_rows, relock, trim_start,
 };
 
 const MIGRATION: &str = "
@@ -41,6 +48,12 @@ CREATE TABLE IF NOT EXISTS lrg_sessions (
 );
 CREATE INDEX IF NOT EXISTS lrg_sessions_keys ON lrg_sessions (owner, client_key, context_key);
 CREATE TABLE IF NOT EXISTS lrg_session_rows (
+    session_id TEXT NOT NULL REFERENCES lrg_sessions (id) ON DELETE CASCADE,
+    n          BIGINT NOT NULL,
+    row        TEXT NOT NULL,
+    PRIMARY KEY (session_id, n)
+);
+CREATE TABLE IF NOT EXISTS lrg_session_archive (
     session_id TEXT NOT NULL REFERENCES lrg_sessions (id) ON DELETE CASCADE,
     n          BIGINT NOT NULL,
     row        TEXT NOT NULL,
@@ -208,6 +221,9 @@ async fn read(client: &Client, id: &SessionId) -> Result<StoredSession, StoreErr
     }
     let mut warnings = Vec::new();
     let answered = answer_open_calls(&mut rows, INTERRUPTED_NOTE);
+    // Results kept one by one as each call ended: one message again, with
+    // those a crash left unanswered.
+    merge_tool_rows(&mut rows);
     if answered > 0 {
         warnings.push(format!(
             "{answered} tool call(s) had no result (the session ended while they ran); \
@@ -275,9 +291,42 @@ async fn replace_rows(
     rows: &[Message],
     state: &SessionState,
 ) -> Result<(), StoreError> {
+    archive_and_replace(client, id, &[], rows, state).await
+}
+
+/// Move `archived` to the archive table, then replace the rows with
+/// `rows`, in one transaction.
+async fn archive_and_replace(
+    client: &mut Client,
+    id: &SessionId,
+    archived: &[Message],
+    rows: &[Message],
+    state: &SessionState,
+) -> Result<(), StoreError> {
     let tx = client.transaction().await.map_err(db)?;
     if lock_row(&tx, id).await?.is_none() {
         return Err(StoreError::NotOpen(id.clone()));
+    }
+    if !archived.is_empty() {
+        let first: i64 = tx
+            .query_one(
+                "SELECT COALESCE(MAX(n) + 1, 0) FROM lrg_session_archive WHERE session_id = $1",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?
+            .get(0);
+        let insert = tx
+            .prepare("INSERT INTO lrg_session_archive (session_id, n, row) VALUES ($1, $2, $3)")
+            .await
+            .map_err(db)?;
+        for (i, row) in archived.iter().enumerate() {
+            let text = serde_json::to_string(row).map_err(json_err)?;
+            let n = first + i64::try_from(i).unwrap_or(i64::MAX);
+            tx.execute(&insert, &[&id.as_str(), &n, &text])
+                .await
+                .map_err(db)?;
+        }
     }
     tx.execute(
         "DELETE FROM lrg_session_rows WHERE session_id = $1",
@@ -287,6 +336,67 @@ async fn replace_rows(
     .map_err(db)?;
     put_rows(&tx, id, 0, rows, state).await?;
     tx.commit().await.map_err(db)
+}
+
+impl PgStore {
+    /// The damaged sessions, all or those with `keys`.
+    async fn damaged_with(
+        &self,
+        keys: Option<&SessionKeys>,
+    ) -> Result<Vec<DamagedSession>, StoreError> {
+        let client = self.client().await?;
+        let (client_key, context_key) = match keys {
+            Some(k) => (
+                Some(k.client().as_str().to_string()),
+                Some(k.context().as_str().to_string()),
+            ),
+            None => (None, None),
+        };
+        let rows = client
+            .query(
+                "SELECT id, client_key, context_key, version, meta FROM lrg_sessions \
+                 WHERE ($1::TEXT IS NULL OR client_key = $1) \
+                   AND ($2::TEXT IS NULL OR context_key = $2)",
+                &[&client_key, &context_key],
+            )
+            .await
+            .map_err(db)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let id: &str = row.get(0);
+            let Ok(id) = id.parse::<SessionId>() else {
+                continue;
+            };
+            let version: i32 = row.get(3);
+            let error = if version > FORMAT_VERSION as i32 {
+                StoreError::FutureVersion {
+                    file: place(&id),
+                    found: u32::try_from(version).unwrap_or(u32::MAX),
+                }
+            } else {
+                match serde_json::from_str::<SessionMeta>(row.get::<_, &str>(4)) {
+                    Ok(_) => continue,
+                    Err(e) => StoreError::Corrupt {
+                        file: place(&id),
+                        line: 0,
+                        reason: format!("unreadable meta ({e})"),
+                    },
+                }
+            };
+            let keys = match (row.get::<_, Option<&str>>(1), row.get::<_, Option<&str>>(2)) {
+                (Some(c), Some(x)) => SessionKeys::new(c, x).ok(),
+                _ => None,
+            };
+            tracing::error!("a damaged session, left as it is: {error}");
+            out.push(DamagedSession {
+                file: place(&id),
+                id: Some(id),
+                keys,
+                error,
+            });
+        }
+        Ok(out)
+    }
 }
 
 impl SessionStore for PgStore {
@@ -345,8 +455,9 @@ impl SessionStore for PgStore {
                 let mut stored = read(&client, id).await?;
                 let start = trim_start(&stored.rows, max_rows);
                 if start > 0 || !stored.warnings.is_empty() {
-                    stored.rows.drain(..start);
-                    replace_rows(&mut client, id, &stored.rows, &stored.state).await?;
+                    let archived: Vec<Message> = stored.rows.drain(..start).collect();
+                    archive_and_replace(&mut client, id, &archived, &stored.rows, &stored.state)
+                        .await?;
                 }
                 Ok(stored)
             }
@@ -438,6 +549,23 @@ impl SessionStore for PgStore {
                 }
             }
             Ok(out)
+        })
+    }
+
+    fn damaged<'a>(&'a self) -> BoxFuture<'a, Result<Vec<DamagedSession>, StoreError>> {
+        Box::pin(async move { self.damaged_with(None).await })
+    }
+
+    fn find<'a>(
+        &'a self,
+        keys: &'a SessionKeys,
+    ) -> BoxFuture<'a, Result<Option<SessionSummary>, StoreError>> {
+        Box::pin(async move {
+            // By the keys' index, not a scan of every session.
+            if let Some(d) = self.damaged_with(Some(keys)).await?.into_iter().next() {
+                return Err(d.error);
+            }
+            Ok(self.list(&ListFilter::keys(keys)).await?.into_iter().next())
         })
     }
 

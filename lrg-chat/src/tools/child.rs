@@ -9,11 +9,11 @@ use std::time::Duration;
 #[cfg(unix)]
 use process_wrap::tokio::ProcessGroup;
 use process_wrap::tokio::{CommandWrap, KillOnDrop};
-use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::ChildStderr;
 use tokio::task::JoinHandle;
 
+use super::capped::CappedChild;
 use super::config::StdioServerConfig;
 
 /// Lines of a child's stderr kept to explain why it failed.
@@ -23,12 +23,21 @@ const TAIL_CHARS: usize = 800;
 /// How long to wait for a dead child's stderr to be drained.
 const SETTLE: Duration = Duration::from_millis(500);
 
-/// Start the server process; its stderr is piped, for [`StderrTail`].
+/// Start the server process, no message from it over `max_message` bytes
+/// (see [`CappedChild`]); its stderr is piped, for [`StderrTail`].
 pub(crate) fn spawn(
     cfg: &StdioServerConfig,
-) -> Result<(TokioChildProcess, Option<ChildStderr>), String> {
+    max_message: usize,
+) -> Result<(CappedChild, Option<ChildStderr>), String> {
     let mut cmd = tokio::process::Command::new(&cfg.command);
-    cmd.args(&cfg.args).envs(&cfg.env);
+    // A clean environment: the base set, what the entry asks to inherit,
+    // then its own `env` (see `config`'s docs). lrg's keys and tokens stay here.
+    lrg_providers::child_env::apply(&mut cmd, |name| cfg.inherit_env.passes(name));
+    cmd.args(&cfg.args)
+        .envs(&cfg.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if let Some(dir) = &cfg.cwd {
         cmd.current_dir(dir);
     }
@@ -39,9 +48,9 @@ pub(crate) fn spawn(
     #[cfg(unix)]
     wrapped.wrap(ProcessGroup::leader());
     wrapped.wrap(KillOnDrop);
-    TokioChildProcess::builder(wrapped)
-        .stderr(Stdio::piped())
+    wrapped
         .spawn()
+        .and_then(|child| CappedChild::new(child, max_message))
         .map_err(|e| {
             let hint = if e.kind() == std::io::ErrorKind::NotFound {
                 " (is it installed and on PATH?)"

@@ -7,6 +7,27 @@
 //! that is neither a command nor a URL is an error naming the server. An
 //! entry with `"disabled": true` is listed in [`McpConfig::disabled`] and
 //! never started.
+//!
+//! # The environment of a child-process server
+//!
+//! A server started from a `command` does not inherit lrg's environment:
+//! it gets the base set of the reference MCP SDKs (`PATH`, `HOME`, `USER`,
+//! `LOGNAME`, `SHELL`, `TERM`, `LANG`, `LC_*`, `TMPDIR`; on Windows
+//! `APPDATA`, `HOMEDRIVE`, `HOMEPATH`, `LOCALAPPDATA`, `PATH`,
+//! `PROCESSOR_ARCHITECTURE`, `SYSTEMDRIVE`, `SYSTEMROOT`, `TEMP`,
+//! `USERNAME`, `USERPROFILE`), plus its own `"env"`. API keys in lrg's
+//! environment (`OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN`,
+//! ...) reach no server unless its entry asks for them:
+//!
+//! - `"inherit_env": ["GITHUB_TOKEN", "AWS_PROFILE"]` passes those names too;
+//! - `"inherit_env": true` passes the whole environment.
+//!
+//! lrg's own secrets (`LRG_AGENT_TOKEN`, `LRG_NODE_SECRET`,
+//! `LRG_SERVER_API_KEY`, any `LRG_` name with `TOKEN`, `SECRET`, `KEY` or
+//! `PASSWORD` in it) are never inherited, not even with `true`; naming one
+//! in the list is an error. They grant control of lrg itself (opening chats,
+//! joining its cluster), which no tool needs; a server that truly must have
+//! one gets it written in its `"env"`, where the choice is plain to see.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,6 +35,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use super::inherit_env::InheritEnv;
+use super::inherit_env::parse_inherit_env;
 
 /// A whole MCP client configuration: named servers, in file order.
 ///
@@ -49,9 +73,13 @@ pub struct StdioServerConfig {
     /// Its arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// Extra environment variables, added to the inherited environment.
+    /// Its own environment variables, set on top of what it inherits.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// Which of lrg's environment it inherits beyond the base set (see the
+    /// [module docs](self)): `"inherit_env"` in the file.
+    #[serde(default, skip_serializing_if = "InheritEnv::is_base")]
+    pub inherit_env: InheritEnv,
     /// Working directory; the current one when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
@@ -350,6 +378,7 @@ fn parse_server(name: &str, entry: Value) -> Result<McpServerConfig, McpConfigEr
                     )));
                 }
             }
+            let inherit_env = parse_inherit_env(map.get("inherit_env")).map_err(err)?;
             let cwd = match map.get("cwd") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(d)) if !d.is_empty() => Some(PathBuf::from(d)),
@@ -365,6 +394,7 @@ fn parse_server(name: &str, entry: Value) -> Result<McpServerConfig, McpConfigEr
                 command,
                 args,
                 env,
+                inherit_env,
                 cwd,
             }))
         }
@@ -444,7 +474,7 @@ fn check_header(name: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn kind_of(v: &Value) -> &'static str {
+pub(super) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -479,6 +509,7 @@ impl fmt::Debug for StdioServerConfig {
             .field("command", &self.command)
             .field("args", &self.args)
             .field("env", &Redacted(self.env.keys()))
+            .field("inherit_env", &self.inherit_env)
             .field("cwd", &self.cwd)
             .finish()
     }
@@ -527,6 +558,7 @@ impl StdioServerConfig {
             command: command.into(),
             args: Vec::new(),
             env: BTreeMap::new(),
+            inherit_env: InheritEnv::Base,
             cwd: None,
         }
     }
@@ -544,6 +576,12 @@ impl StdioServerConfig {
     /// Set an environment variable for the child.
     pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(name.into(), value.into());
+        self
+    }
+
+    /// Which of lrg's environment it inherits beyond the base set.
+    pub fn inherit_env(mut self, inherit: InheritEnv) -> Self {
+        self.inherit_env = inherit;
         self
     }
 

@@ -28,7 +28,7 @@ use super::rust_fn::FnTool;
 use super::validate::{self, ArgumentCheck};
 use super::{ToolClass, ToolOutput, Tools, ToolsError};
 
-/// Timeouts of a [`ToolHost`].
+/// Timeouts and limits of a [`ToolHost`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolHostOptions {
     /// How long one tool call may run before it is abandoned (and its MCP
@@ -37,13 +37,25 @@ pub struct ToolHostOptions {
     /// How long starting a server (spawn, handshake, tool listing) may take.
     /// Default 30 s: `npx` may download a package first.
     pub connect_timeout: Duration,
+    /// The largest tool result taken, in bytes of text and image data.
+    /// Default [`DEFAULT_MAX_RESULT_BYTES`] (8 MiB). A larger one becomes
+    /// an error result naming its size, at once: a child-process server's
+    /// answer is dropped as it is read (never held whole), and one over
+    /// twice the cap never reaches the JSON parser. Over streamable HTTP,
+    /// rmcp's own limit per event (16 MiB, raised to twice this cap when
+    /// that is more) comes first.
+    pub max_result_bytes: usize,
 }
+
+/// Default for [`ToolHostOptions::max_result_bytes`]: 8 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
 
 impl Default for ToolHostOptions {
     fn default() -> Self {
         Self {
             call_timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(30),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }
 }
@@ -365,6 +377,7 @@ impl ToolHost {
             connector,
             self.changes.clone(),
             self.options.connect_timeout,
+            self.options.max_result_bytes,
         ));
         servers.push(server.clone());
         drop(servers);
@@ -535,7 +548,7 @@ impl ToolHost {
             return ToolOutput::error("internal error: arguments changed shape");
         };
         let timeout = self.options.call_timeout;
-        match &entry.target {
+        let out = match &entry.target {
             Target::Fn(f) => f.call(Value::Object(args), timeout).await,
             Target::Mcp { server, tool } => {
                 match server.call(&tool.name, args, timeout, &cancel).await {
@@ -547,7 +560,8 @@ impl ToolHost {
                     }
                 }
             }
-        }
+        };
+        super::capped::capped(name, out, self.options.max_result_bytes)
     }
 }
 

@@ -177,6 +177,7 @@ mod tests {
             Connector::InProcess(start),
             Arc::new(AtomicU64::new(0)),
             Duration::from_secs(10),
+            crate::tools::DEFAULT_MAX_RESULT_BYTES,
         )
     }
 

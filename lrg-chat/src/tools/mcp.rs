@@ -110,6 +110,8 @@ pub(crate) struct McpServer {
     /// Background closes of replaced connections; awaited by shutdown.
     closing: StdMutex<Vec<JoinHandle<()>>>,
     connect_timeout: Duration,
+    /// The largest tool result taken ([`super::ToolHostOptions::max_result_bytes`]).
+    max_result: usize,
 }
 
 /// How a call went, before the host adds names to it.
@@ -126,6 +128,7 @@ impl McpServer {
         connector: Connector,
         changes: Arc<AtomicU64>,
         connect_timeout: Duration,
+        max_result: usize,
     ) -> Self {
         Self {
             name,
@@ -139,6 +142,7 @@ impl McpServer {
             stderr: StderrTail::default(),
             closing: StdMutex::new(Vec::new()),
             connect_timeout,
+            max_result,
         }
     }
 
@@ -299,6 +303,19 @@ impl McpServer {
                 out.warning = restart_note;
                 CallOutcome::Done(out)
             }
+            Ok(Err(ServiceError::McpError(e))) if e.code.0 == super::capped::OVERSIZED => {
+                // Our transport dropped the answer for its size, at once.
+                let bytes = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("bytes"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                let message = super::capped::oversized_message(tool, bytes, self.max_result);
+                let mut out = ToolOutput::error(message);
+                out.warning = restart_note;
+                CallOutcome::Done(out)
+            }
             Ok(Err(ServiceError::McpError(e))) => {
                 // The server answered with a protocol error: it is alive.
                 let mut out = ToolOutput::error(format!("The tool `{tool}` failed: {}", e.message));
@@ -424,9 +441,10 @@ impl McpServer {
                 Connector::Config(McpServerConfig::Stdio(cfg)) => {
                     (self.connect_stdio(cfg).await?, None)
                 }
-                Connector::Config(McpServerConfig::Http(cfg)) => {
-                    (connect_http(self.client(), cfg).await?, None)
-                }
+                Connector::Config(McpServerConfig::Http(cfg)) => (
+                    connect_http(self.client(), cfg, self.line_cap()).await?,
+                    None,
+                ),
                 Connector::InProcess(start) => {
                     let (client_end, server_end) = in_process::pair();
                     let task = tokio::spawn(start(server_end));
@@ -462,7 +480,7 @@ impl McpServer {
     }
 
     async fn connect_stdio(&self, cfg: &StdioServerConfig) -> Result<Client, String> {
-        let (transport, stderr) = child::spawn(cfg)?;
+        let (transport, stderr) = child::spawn(cfg, self.line_cap())?;
         if let Some(stderr) = stderr {
             self.stderr.follow(&self.name, stderr);
         }
@@ -470,6 +488,14 @@ impl McpServer {
             .serve(transport)
             .await
             .map_err(|e| format!("MCP initialization failed: {e}"))
+    }
+
+    /// The largest message read from the server. The JSON of a result
+    /// escapes its text (quotes, newlines, non-ASCII as `\u` escapes in some
+    /// servers): twice the result cap, and the exact cap is checked on what
+    /// it decodes to.
+    fn line_cap(&self) -> usize {
+        self.max_result.saturating_mul(2).saturating_add(64 * 1024)
     }
 
     /// `message`, followed by what a child process wrote to stderr last.
@@ -498,7 +524,11 @@ pub(crate) fn not_started_output(tool: &str) -> ToolOutput {
     ))
 }
 
-async fn connect_http(client: LrgClient, cfg: &HttpServerConfig) -> Result<Client, String> {
+async fn connect_http(
+    client: LrgClient,
+    cfg: &HttpServerConfig,
+    max_event: usize,
+) -> Result<Client, String> {
     let mut headers = HashMap::new();
     for (k, v) in &cfg.headers {
         let name = axum::http::HeaderName::from_bytes(k.as_bytes())
@@ -509,8 +539,10 @@ async fn connect_http(client: LrgClient, cfg: &HttpServerConfig) -> Result<Clien
         })?;
         headers.insert(name, value);
     }
-    let config =
+    let mut config =
         StreamableHttpClientTransportConfig::with_uri(cfg.url.as_str()).custom_headers(headers);
+    // rmcp's own limit (16 MiB) stays unless the result cap asks for more.
+    config.max_sse_event_size = config.max_sse_event_size.max(max_event);
     // rmcp builds its own reqwest client, which needs a TLS provider installed.
     lrg_providers::transport::ensure_tls_provider();
     let transport = StreamableHttpClientTransport::from_config(config);

@@ -42,18 +42,26 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+mod capped;
+pub(crate) use capped::size as byte_size;
 mod child;
 pub mod config;
 mod content;
 mod host;
 mod in_process;
+mod inherit_env;
 mod mcp;
 pub mod names;
 mod rust_fn;
 mod validate;
 
-pub use config::{HttpServerConfig, McpConfig, McpConfigError, McpServerConfig, StdioServerConfig};
-pub use host::{AddToolError, ServerFailure, ToolHost, ToolHostOptions, ToolInfo, ToolSource};
+pub use config::{
+    HttpServerConfig, InheritEnv, McpConfig, McpConfigError, McpServerConfig, StdioServerConfig,
+};
+pub use host::{
+    AddToolError, DEFAULT_MAX_RESULT_BYTES, ServerFailure, ToolHost, ToolHostOptions, ToolInfo,
+    ToolSource,
+};
 pub use rust_fn::NoArgs;
 pub use validate::describe_arguments;
 

@@ -214,6 +214,7 @@ pub fn session_with(
             max_retries: 2,
             base_delay: Duration::ZERO,
             max_delay: Duration::ZERO,
+            deadline: None,
         })
         .build();
     (session, model, tools)

@@ -484,6 +484,7 @@ fn merge(
         tools: ToolArgs {
             mcp_config: tools.mcp_config.map(|p| beside(dir, &p)),
             mcp: tools.mcp,
+            max_tool_result: None,
         },
         settings,
         approvals: permissions.approvals,

@@ -65,6 +65,8 @@ pub struct Connections {
     engines: HashMap<Provider, Arc<dyn EngineLoader>>,
     probe_timeout: Duration,
     tool_mode: Option<ToolMode>,
+    /// Timeouts of the models [`Connections::connect`] makes.
+    transport: TransportConfig,
 }
 
 impl fmt::Debug for Connections {
@@ -78,6 +80,7 @@ impl fmt::Debug for Connections {
             .field("engines", &self.engines.keys().collect::<Vec<_>>())
             .field("probe_timeout", &self.probe_timeout)
             .field("tool_mode", &self.tool_mode)
+            .field("transport", &self.transport)
             .finish()
     }
 }
@@ -100,6 +103,7 @@ impl Connections {
             model_paths: Vec::new(),
             engines: HashMap::new(),
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
+            transport: TransportConfig::default(),
             tool_mode: None,
         }
     }
@@ -158,6 +162,13 @@ impl Connections {
         self
     }
 
+    /// With these timeouts for every model [`Connections::connect`] makes
+    /// (first-byte, idle between chunks; default 60 s each).
+    pub fn with_transport(mut self, transport: TransportConfig) -> Self {
+        self.transport = transport;
+        self
+    }
+
     /// The per-provider probe timeout.
     pub fn probe_timeout(&self) -> Duration {
         self.probe_timeout
@@ -191,7 +202,7 @@ impl Connections {
     /// Where `provider` is reached with these settings, or why it cannot be
     /// (no key, no address). The reason names variables, never their values.
     pub fn endpoint(&self, provider: Provider) -> Result<Endpoint, ProviderError> {
-        self.endpoint_with(provider, TransportConfig::default())
+        self.endpoint_with(provider, self.transport.clone())
     }
 
     pub(crate) fn endpoint_with(
@@ -386,6 +397,19 @@ pub(crate) fn connect_http(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connected_models_get_the_configured_timeouts() {
+        let c = Connections::new();
+        assert_eq!(
+            c.endpoint(Provider::Ollama).unwrap().transport,
+            TransportConfig::default()
+        );
+        let quick = TransportConfig::new(Duration::from_secs(1), Duration::from_secs(5))
+            .with_first_byte_timeout(Duration::from_secs(2));
+        let c = c.with_transport(quick.clone());
+        assert_eq!(c.endpoint(Provider::Ollama).unwrap().transport, quick);
+    }
 
     #[test]
     fn endpoints_from_overrides_defaults_and_reasons_that_name_variables() {

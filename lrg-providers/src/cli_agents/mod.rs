@@ -4,7 +4,16 @@
 //! Each turn runs one CLI process in its own process group, with an empty
 //! scratch directory as its cwd and its tools switched off where the CLI
 //! allows it (Claude Code: no tools, an empty strict MCP set; Codex: a
-//! read-only sandbox, the user's config ignored, no inherited environment).
+//! read-only sandbox, the user's config ignored).
+//!
+//! None of them inherits this process's environment: each gets the base set
+//! every child gets ([`crate::child_env`]), the proxy settings, and its own
+//! vendor's names ([`CliSpec::env`]) — Claude Code `ANTHROPIC_*`, `CLAUDE_*`
+//! (and `AWS_*` only under `CLAUDE_CODE_USE_BEDROCK`, the Vertex names only
+//! under `CLAUDE_CODE_USE_VERTEX`); Codex `CODEX_*`, `OPENAI_API_KEY`,
+//! `OPENAI_BASE_URL`; Gemini CLI `GEMINI_*`, `GOOGLE_*`, `CLOUDSDK_*`. Never
+//! an lrg token. Their logins under `HOME` (`~/.claude`, `~/.codex`,
+//! `~/.gemini`) are found as before.
 //! Cancelling the turn kills the group. The CLI's own session id is kept in
 //! the history (a [`crate::NativePart`] on the answer), so a later turn
 //! resumes that session and sends only the new messages; when the id is
@@ -52,6 +61,39 @@ pub use spec::{CliKind, CliSpec, EnvPolicy};
 use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
 use crate::wire::Decoder;
 use crate::{ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
+
+/// Whether an external agent (ACP) started with `command` gets `name` from lrg's
+/// environment, beyond the base set every child gets
+/// ([`crate::child_env`]).
+///
+/// An ACP agent may be anything, but it is nearly always one of the agent
+/// CLIs or an adapter around one (`claude-code-acp`, `gemini
+/// --experimental-acp`, `codex-acp`): when a word of the command names one,
+/// the agent gets that CLI's own login names
+/// ([`CliSpec::env`]); when none does, the login
+/// names of all three, since it may drive any of them. Never anything else
+/// (`AWS_*`, `GITHUB_TOKEN`, other vendors' keys), and never an lrg token.
+pub fn agent_env_passes(command: &[String], name: &str) -> bool {
+    let named: Vec<CliKind> = CliKind::ALL
+        .into_iter()
+        .filter(|k| {
+            let program = k.spec().program;
+            command.iter().any(|word| {
+                let file = std::path::Path::new(word)
+                    .file_name()
+                    .and_then(|f| f.to_str())
+                    .unwrap_or(word);
+                file.to_ascii_lowercase().contains(program)
+            })
+        })
+        .collect();
+    let kinds = if named.is_empty() {
+        CliKind::ALL.to_vec()
+    } else {
+        named
+    };
+    kinds.iter().any(|k| k.spec().env.passes(name))
+}
 
 /// Ends the tools section of a CLI's system prompt.
 const AFTER_CALLS: &str = "\n\nThese are the only tools you have. The calls you write are run \
@@ -206,5 +248,31 @@ impl ChatModel for CliAgent {
             None => self.decoder(),
         };
         process::run(invocation, decoder, cancel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn an_acp_agent_gets_the_login_names_of_the_cli_it_names_only() {
+        let claude = cmd(&["npx", "@zed-industries/claude-code-acp"]);
+        assert!(agent_env_passes(&claude, "ANTHROPIC_API_KEY"));
+        assert!(!agent_env_passes(&claude, "GEMINI_API_KEY"));
+        let gemini = cmd(&["/usr/bin/gemini", "--experimental-acp"]);
+        assert!(agent_env_passes(&gemini, "GEMINI_API_KEY"));
+        assert!(!agent_env_passes(&gemini, "ANTHROPIC_API_KEY"));
+        let other = cmd(&["my-agent"]);
+        assert!(agent_env_passes(&other, "OPENAI_API_KEY"));
+        for command in [claude, gemini, other] {
+            for name in ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "LRG_AGENT_TOKEN"] {
+                assert!(!agent_env_passes(&command, name), "{name}");
+            }
+        }
     }
 }

@@ -16,7 +16,7 @@ use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use super::spec::{CliSpec, EnvPolicy, not_found};
+use super::spec::{CliSpec, not_found};
 use crate::wire::{Decoder, Frame, Framer, Framing};
 use crate::{ProviderError, StopReason, TurnEvent, TurnStream};
 
@@ -165,14 +165,10 @@ async fn spawn(invocation: &Invocation) -> Result<(Group, tempfile::TempDir), Pr
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let EnvPolicy::Only(vars) = spec.env {
-        cmd.env_clear();
-        for var in vars {
-            if let Some(value) = std::env::var_os(var) {
-                cmd.env(var, value);
-            }
-        }
-    }
+    // Only the base set and the vendor's own names: never another
+    // vendor's keys, nor an lrg token.
+    let policy = spec.env;
+    crate::child_env::apply(&mut cmd, |name| policy.passes(name));
     let mut wrapped = CommandWrap::from(cmd);
     #[cfg(unix)]
     wrapped.wrap(ProcessGroup::leader());

@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::child_env::EnvNames;
 use crate::text_tools::ToolFormat;
 
 /// Which agent CLI.
@@ -18,13 +19,34 @@ pub enum CliKind {
     Gemini,
 }
 
-/// Which environment a CLI process gets.
+/// Which environment a CLI process gets: the base set every child gets
+/// ([`crate::child_env::BASE`]: `PATH`, `HOME`, `USER`, `LANG`, `LC_*`, ...),
+/// the proxy and certificate settings ([`crate::child_env::NETWORK`]), and
+/// the XDG directories ([`crate::child_env::DIRS`]), and the names its
+/// vendor documents for its login and settings. Never the
+/// keys of other vendors, nor one of lrg's own tokens
+/// ([`crate::child_env::is_lrg_secret`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EnvPolicy {
-    /// This process's whole environment.
-    Inherit,
-    /// Only these variables (what it needs to find its login and run).
-    Only(&'static [&'static str]),
+#[non_exhaustive]
+pub struct EnvPolicy {
+    /// The vendor's own names, passed when set.
+    pub vendor: EnvNames,
+    /// Passed as well, but only while `when` is set (a cloud the CLI was
+    /// switched to, e.g. Bedrock's `AWS_*` under `CLAUDE_CODE_USE_BEDROCK`).
+    pub switched: &'static [(&'static str, EnvNames)],
+}
+
+impl EnvPolicy {
+    /// Whether a process under this policy gets `name` (besides the base set).
+    pub fn passes(&self, name: &str) -> bool {
+        crate::child_env::NETWORK.contains(&name)
+            || crate::child_env::DIRS.contains(&name)
+            || self.vendor.contains(name)
+            || self
+                .switched
+                .iter()
+                .any(|(when, names)| names.contains(name) && crate::child_env::is_set(when))
+    }
 }
 
 /// What lrg knows about one agent CLI.
@@ -102,7 +124,35 @@ const CLAUDE: CliSpec = CliSpec {
     install_hint: "install Claude Code (npm install -g @anthropic-ai/claude-code) and log in",
     sends_to: "api.anthropic.com",
     models: &["sonnet", "opus", "haiku"],
-    env: EnvPolicy::Inherit,
+    // Its login lives under HOME (~/.claude) or in these, as its docs list
+    // them (code.claude.com/docs/en/env-vars); the clouds it can be switched
+    // to get their own credentials only when it is.
+    env: EnvPolicy {
+        vendor: EnvNames {
+            names: &["API_TIMEOUT_MS", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER"],
+            prefixes: &["ANTHROPIC_", "CLAUDE_"],
+        },
+        switched: &[
+            (
+                "CLAUDE_CODE_USE_BEDROCK",
+                EnvNames {
+                    names: &[],
+                    prefixes: &["AWS_"],
+                },
+            ),
+            (
+                "CLAUDE_CODE_USE_VERTEX",
+                EnvNames {
+                    names: &[
+                        "GOOGLE_APPLICATION_CREDENTIALS",
+                        "GOOGLE_CLOUD_PROJECT",
+                        "CLOUD_ML_REGION",
+                    ],
+                    prefixes: &["VERTEX_REGION_", "CLOUDSDK_"],
+                },
+            ),
+        ],
+    },
     tool_format: ToolFormat::Hermes,
 };
 
@@ -115,9 +165,15 @@ const CODEX: CliSpec = CliSpec {
     install_hint: "install the Codex CLI (npm install -g @openai/codex) and log in",
     sends_to: "api.openai.com",
     models: &["default", "gpt-5-codex", "gpt-5"],
-    // Nothing of this process's environment (keys for other providers
-    // included) reaches it: only what it needs to find its own login.
-    env: EnvPolicy::Only(&["HOME", "PATH", "CODEX_HOME", "USER", "LANG", "TMPDIR"]),
+    // Its login is in CODEX_HOME (~/.codex by default); `codex exec` also
+    // takes a key from CODEX_API_KEY (developers.openai.com/codex/environment-variables).
+    env: EnvPolicy {
+        vendor: EnvNames {
+            names: &["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+            prefixes: &["CODEX_"],
+        },
+        switched: &[],
+    },
     tool_format: ToolFormat::Hermes,
 };
 
@@ -130,7 +186,15 @@ const GEMINI: CliSpec = CliSpec {
     install_hint: "install the Gemini CLI (npm install -g @google/gemini-cli) and log in",
     sends_to: "generativelanguage.googleapis.com",
     models: &["default", "gemini-2.5-pro", "gemini-2.5-flash"],
-    env: EnvPolicy::Inherit,
+    // Its login is under HOME (~/.gemini) or in GEMINI_API_KEY, and Vertex
+    // takes the GOOGLE_ names (geminicli.com/docs/get-started/authentication).
+    env: EnvPolicy {
+        vendor: EnvNames {
+            names: &[],
+            prefixes: &["GEMINI_", "GOOGLE_", "CLOUDSDK_"],
+        },
+        switched: &[],
+    },
     tool_format: ToolFormat::Hermes,
 };
 
@@ -199,6 +263,24 @@ pub(crate) fn not_found(spec: &CliSpec) -> String {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_cli_gets_its_own_vendors_names_only() {
+        let claude = CliKind::Claude.spec().env;
+        let codex = CliKind::Codex.spec().env;
+        let gemini = CliKind::Gemini.spec().env;
+        assert!(claude.passes("ANTHROPIC_API_KEY") && claude.passes("CLAUDE_CONFIG_DIR"));
+        assert!(codex.passes("CODEX_HOME") && codex.passes("OPENAI_API_KEY"));
+        assert!(gemini.passes("GEMINI_API_KEY") && gemini.passes("GOOGLE_CLOUD_PROJECT"));
+        for policy in [claude, codex, gemini] {
+            assert!(policy.passes("HTTPS_PROXY"));
+            for foreign in ["GITHUB_TOKEN", "CARGO_MANIFEST_DIR", "XAI_API_KEY"] {
+                assert!(!policy.passes(foreign), "{foreign}");
+            }
+        }
+        assert!(!claude.passes("OPENAI_API_KEY") && !codex.passes("ANTHROPIC_API_KEY"));
+        assert!(!gemini.passes("OPENAI_API_KEY"));
+    }
 
     #[allow(clippy::unwrap_used)] // a test helper may panic
     fn exe(dir: &Path, name: &str) -> PathBuf {

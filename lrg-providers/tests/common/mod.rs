@@ -224,6 +224,7 @@ pub async fn turn_with_retries(
         max_retries: 3,
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(5),
+        deadline: None,
     };
     let mut attempt = 0;
     loop {
