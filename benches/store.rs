@@ -1,7 +1,9 @@
 //! Session store benches: one step appended with `sync_data` (p50/p99
 //! noted, then criterion's timing), loading and resuming a 10,000-row
 //! session (goal: resume < 50 ms on JSONL), and 1,000 idle keyed sessions in
-//! a registry (resident memory and the cost of evicting them all, noted).
+//! a registry (the time to open them, resident memory and the cost of
+//! evicting them all, noted; with where an open's time goes: a keyed
+//! lookup, a whole-directory scan, a create).
 //! Noted figures go to stderr and, under `benches/run.sh`, into RESULTS.md
 //! ([`lrg_benches::figure_note`]).
 //!
@@ -236,6 +238,7 @@ fn idle_sessions() {
     }
     let opened = start.elapsed();
     let after = rss_kib();
+    lookup_profile(&rt, dir.path());
     let start = Instant::now();
     let evicted = rt.block_on(registry.evict_idle());
     let evict = start.elapsed();
@@ -307,6 +310,49 @@ fn postgres(c: &mut Criterion) {
 
 #[cfg(not(feature = "postgres"))]
 fn postgres(_: &mut Criterion) {}
+
+/// Where a keyed open's time goes, among `dir`'s 1,000 sessions: a keyed
+/// lookup (the store's index) against a whole-directory scan (what every
+/// lookup was before it), and a create (its syncs) in an empty directory.
+fn lookup_profile(rt: &tokio::runtime::Runtime, dir: &std::path::Path) {
+    use lrg_chat::store::ListFilter;
+    let store = JsonlStore::new(dir);
+    let keys = |i: usize| SessionKeys::new("bench", &format!("doc:{i}")).unwrap();
+    // The first lookup builds the index (one read of every file).
+    let start = Instant::now();
+    assert!(rt.block_on(store.find(&keys(0))).unwrap().is_some());
+    let first = start.elapsed();
+    let start = Instant::now();
+    for i in 0..200 {
+        assert!(rt.block_on(store.find(&keys(i * 5))).unwrap().is_some());
+    }
+    let find = start.elapsed() / 200;
+    let start = Instant::now();
+    for i in 0..20 {
+        let filter = ListFilter::keys(&keys(i * 50));
+        assert_eq!(rt.block_on(store.list(&filter)).unwrap().len(), 1);
+    }
+    let scan = start.elapsed() / 20;
+    let fresh = tempfile::TempDir::new().unwrap();
+    let store = JsonlStore::new(fresh.path());
+    let mut creates: Vec<Duration> = (0..200)
+        .map(|i| {
+            let mut meta = SessionMeta::new(ModelBinding::new("bench:model"));
+            meta.keys = Some(keys(i));
+            let start = Instant::now();
+            rt.block_on(store.create(&meta)).unwrap();
+            start.elapsed()
+        })
+        .collect();
+    creates.sort();
+    figure_note(format!(
+        "registry: among 1,000 keyed sessions, a keyed lookup takes {find:?} (the first, which \
+         builds the index, {first:?}); a whole-directory scan {scan:?}; a create p50 {:?}, p99 \
+         {:?} (lock note + header synced side by side, then the directory)",
+        percentile(&creates, 0.5),
+        percentile(&creates, 0.99)
+    ));
+}
 
 criterion_group!(benches, jsonl, kept_message, postgres);
 

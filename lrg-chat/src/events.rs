@@ -18,8 +18,8 @@
 //! # Rebuilding a view
 //!
 //! Everything that changes what a viewer shows is numbered (`seq`, from 1) and
-//! kept for the life of the session, so a viewer that reconnects with
-//! `after=<last seq it saw>` rebuilds the conversation exactly. The only
+//! kept, so a viewer that reconnects with `after=<last seq it saw>` rebuilds
+//! the conversation exactly. The only
 //! exceptions are [`Event::Delta`]s and [`Event::ToolCallDelta`]s: the model's
 //! text and tool calls as they are decoded, live only, never numbered, and
 //! always followed by one numbered [`Event::AssistantTurn`] holding the whole
@@ -35,16 +35,35 @@
 //! A subscriber that falls more than [`LAG_LIMIT`] events behind the live
 //! stream is sent [`Event::Resync`] and dropped; it reconnects with `after=`
 //! and catches up from the log.
+//!
+//! # What is kept
+//!
+//! The log keeps the newest numbered events only: at most
+//! [`DEFAULT_MAX_KEPT_EVENTS`] (4,096) of them and at most
+//! [`DEFAULT_MAX_KEPT_EVENT_BYTES`] (32 MiB) of their payload (an estimate of
+//! their text and arguments; see [`EventLog::retained_bytes`]), whichever is
+//! reached first, and always the newest one. Both are settings
+//! ([`crate::SessionConfig::max_kept_events`],
+//! [`crate::SessionConfig::max_kept_event_bytes`]). Without a bound, a chat's
+//! log would hold a second copy of every answer and tool result for its
+//! whole life. Older events are forgotten, never renumbered:
+//! [`EventLog::first_kept_seq`] says where the kept ones begin.
+//!
+//! A subscriber that asks for events older than that (`after=` below
+//! `first_kept_seq - 1`) cannot rebuild the view from the log: it is sent
+//! [`Event::Resync`] at once and its stream ends. It rebuilds from the
+//! conversation itself instead (over HTTP, `GET …/transcript`, whose
+//! `last_seq` says where to follow the events from), as the page does.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+mod log;
 
-use bytes::Bytes;
+pub use log::{
+    DEFAULT_MAX_KEPT_EVENT_BYTES, DEFAULT_MAX_KEPT_EVENTS, EventLog, LAG_LIMIT, Subscription,
+};
 
 use lrg_providers::ProviderError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::watch;
 
 use crate::permissions::{Answer, ApprovalReason, PermissionSettings};
 use crate::tools::ToolClass;
@@ -54,10 +73,6 @@ use crate::tools::ToolClass;
 /// fields to expect; it changes only if a field is ever renamed or removed
 /// (fields are only added).
 pub const EVENTS_SCHEMA_VERSION: u32 = 1;
-
-/// How far (in events) a live subscriber may fall behind before it is sent
-/// [`Event::Resync`] and dropped.
-pub const LAG_LIMIT: u64 = 1024;
 
 /// One thing that happened in a chat. See the [module docs](self) for the
 /// wire format and the replay rules.
@@ -241,7 +256,10 @@ pub enum Event {
         summary: String,
     },
     /// Sent to a subscriber that fell too far behind, just before its stream
-    /// ends: reconnect with `after=` the last `seq` seen.
+    /// ends: reconnect with `after=` the last `seq` seen. Also sent, at
+    /// once, to one that asked for events the log no longer keeps (see
+    /// [`EventLog::first_kept_seq`]): rebuild the view from the conversation
+    /// (`GET …/transcript`) and follow from its `last_seq`.
     Resync,
     /// Where the conversation goes: sent before the first model turn and
     /// whenever the model's destination changes.
@@ -453,328 +471,4 @@ pub struct LogEntry {
     /// The event.
     #[serde(flatten)]
     pub event: Event,
-}
-
-/// A published event as live subscribers share it: its JSON text is written
-/// at most once, by the first subscriber that asks, however many read it
-/// (1,000 pages on one chat would otherwise serialize every event 1,000
-/// times).
-#[derive(Debug)]
-struct Live {
-    entry: Arc<LogEntry>,
-    json: OnceLock<Bytes>,
-}
-
-impl Live {
-    fn new(entry: Arc<LogEntry>) -> Arc<Self> {
-        Arc::new(Self {
-            entry,
-            json: OnceLock::new(),
-        })
-    }
-
-    fn json(&self) -> Bytes {
-        self.json.get_or_init(|| to_json(&self.entry)).clone()
-    }
-}
-
-/// `entry` as one line of JSON, the form every front end reads.
-fn to_json(entry: &LogEntry) -> Bytes {
-    // Every event serializes (string keys, finite numbers); "{}" is a reader's
-    // "unknown event", never a torn line.
-    serde_json::to_vec(entry).map_or_else(|_| Bytes::from_static(b"{}"), Bytes::from)
-}
-
-/// What [`Subscription`] hands out next: an event for this subscriber alone
-/// (replayed from the log, or its resync), or a live one shared with the
-/// other subscribers.
-enum Next {
-    Own(Arc<LogEntry>),
-    Live(Arc<Live>),
-}
-
-#[derive(Debug, Default)]
-struct LogState {
-    /// Every numbered event, `entries[i].seq == i + 1`.
-    entries: Vec<Arc<LogEntry>>,
-    /// The most recent published events (numbered and live), at most
-    /// [`LAG_LIMIT`], for live subscribers. Kept only while someone listens.
-    recent: VecDeque<Arc<Live>>,
-    /// How many events were ever put in `recent` (its end position).
-    published: u64,
-    /// Live [`Subscription`]s (counted under the lock, unlike the watch
-    /// channel's receivers).
-    subscribers: usize,
-}
-
-/// The numbered, kept event log of one session, with live fan-out to any
-/// number of subscribers.
-///
-/// Publishing never waits for a subscriber: a slow one falls behind and,
-/// past [`LAG_LIMIT`], is told to resync. Dropping the log ends every
-/// subscription.
-#[derive(Debug)]
-pub struct EventLog {
-    state: Arc<Mutex<LogState>>,
-    head: watch::Sender<u64>,
-}
-
-impl Default for EventLog {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-fn lock(state: &Mutex<LogState>) -> MutexGuard<'_, LogState> {
-    // Every critical section leaves the state consistent (pushes and
-    // counters), so a poisoned lock is safe to reuse.
-    lrg_providers::sync::lock(state)
-}
-
-impl EventLog {
-    /// An empty log.
-    pub fn new() -> Self {
-        Self {
-            state: Arc::default(),
-            head: watch::Sender::new(0),
-        }
-    }
-
-    /// Append a numbered event and send it to live subscribers; returns its
-    /// `seq`.
-    pub fn publish(&self, event: Event) -> u64 {
-        let mut state = lock(&self.state);
-        let seq = state.entries.len() as u64 + 1;
-        let entry = Arc::new(LogEntry {
-            seq: Some(seq),
-            event,
-        });
-        state.entries.push(entry.clone());
-        self.fan_out(&mut state, entry);
-        seq
-    }
-
-    /// Send a live-only event (a delta) to live subscribers; it is not kept.
-    pub fn publish_live(&self, event: Event) {
-        if self.head.receiver_count() == 0 {
-            return;
-        }
-        let mut state = lock(&self.state);
-        self.fan_out(&mut state, Arc::new(LogEntry { seq: None, event }));
-    }
-
-    fn fan_out(&self, state: &mut LogState, entry: Arc<LogEntry>) {
-        // Nobody listening: a later subscriber replays from `entries`, so
-        // there is nothing to keep for live delivery.
-        if self.head.receiver_count() == 0 {
-            state.recent.clear();
-            return;
-        }
-        state.recent.push_back(Live::new(entry));
-        state.published += 1;
-        while state.recent.len() as u64 > LAG_LIMIT {
-            state.recent.pop_front();
-        }
-        self.head.send_replace(state.published);
-    }
-
-    /// The `seq` of the last numbered event (0 when empty).
-    pub fn last_seq(&self) -> u64 {
-        lock(&self.state).entries.len() as u64
-    }
-
-    /// Every numbered event after `after`, in order.
-    pub fn since(&self, after: u64) -> Vec<Arc<LogEntry>> {
-        let state = lock(&self.state);
-        let start = usize::try_from(after)
-            .unwrap_or(usize::MAX)
-            .min(state.entries.len());
-        state.entries[start..].to_vec()
-    }
-
-    /// Every numbered event, in order.
-    pub fn entries(&self) -> Vec<Arc<LogEntry>> {
-        self.since(0)
-    }
-
-    /// The kept events after `after`, then live events as they are
-    /// published, with nothing lost or repeated in between.
-    pub fn subscribe(&self, after: u64) -> Subscription {
-        let mut state = lock(&self.state);
-        state.subscribers += 1;
-        let start = usize::try_from(after)
-            .unwrap_or(usize::MAX)
-            .min(state.entries.len());
-        let replay: VecDeque<_> = state.entries[start..].iter().cloned().collect();
-        // Subscribing under the lock: every event published from here on is
-        // at a position >= `published`, and every earlier one is in `replay`
-        // (or was a delta, which is not replayed).
-        let head = self.head.subscribe();
-        Subscription {
-            state: self.state.clone(),
-            head,
-            replay,
-            next: state.published,
-            done: false,
-        }
-    }
-
-    /// How many live subscribers there are.
-    pub fn subscriber_count(&self) -> usize {
-        self.head.receiver_count()
-    }
-}
-
-/// A subscriber's view of an [`EventLog`]: the replay, then live events.
-#[derive(Debug)]
-pub struct Subscription {
-    state: Arc<Mutex<LogState>>,
-    head: watch::Receiver<u64>,
-    replay: VecDeque<Arc<LogEntry>>,
-    /// Position (in `published` terms) of the next live event to deliver.
-    next: u64,
-    done: bool,
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        // The last subscriber leaving: nothing in `recent` is needed any
-        // more, and the next publish (which would clear it) may never come.
-        let mut state = lock(&self.state);
-        state.subscribers = state.subscribers.saturating_sub(1);
-        if state.subscribers == 0 {
-            state.recent.clear();
-        }
-    }
-}
-
-impl Subscription {
-    /// The next event; `None` once the log is gone or after a
-    /// [`Event::Resync`].
-    pub async fn next(&mut self) -> Option<Arc<LogEntry>> {
-        Some(match self.next_shared().await? {
-            Next::Own(entry) => entry,
-            Next::Live(live) => live.entry.clone(),
-        })
-    }
-
-    /// [`next`](Self::next) with the event's JSON text (as
-    /// `serde_json::to_vec` writes the [`LogEntry`]). A live event is
-    /// serialized once and the bytes shared by every subscriber; any other
-    /// is serialized for this subscriber alone.
-    pub(crate) async fn next_json(&mut self) -> Option<(Arc<LogEntry>, Bytes)> {
-        Some(match self.next_shared().await? {
-            Next::Own(entry) => {
-                let json = to_json(&entry);
-                (entry, json)
-            }
-            Next::Live(live) => (live.entry.clone(), live.json()),
-        })
-    }
-
-    // Cancel safe: nothing changes before an event is returned, so a caller
-    // may drop the future (to poll for an event that is ready now, say).
-    async fn next_shared(&mut self) -> Option<Next> {
-        if let Some(entry) = self.replay.pop_front() {
-            return Some(Next::Own(entry));
-        }
-        loop {
-            if self.done {
-                return None;
-            }
-            {
-                let mut state = lock(&self.state);
-                let oldest = state.published - state.recent.len() as u64;
-                if self.next < oldest || state.published - self.next > LAG_LIMIT {
-                    self.done = true;
-                    return Some(Next::Own(Arc::new(LogEntry {
-                        seq: None,
-                        event: Event::Resync,
-                    })));
-                }
-                if self.next < state.published {
-                    let index = usize::try_from(self.next - oldest).unwrap_or(usize::MAX);
-                    if let Some(entry) = state.recent.get(index).cloned() {
-                        self.next += 1;
-                        // The only subscriber (none can join while the lock
-                        // is held, and one that joins later starts at
-                        // `published`): what it has read is needed by no
-                        // one. An idle chat with its page open would
-                        // otherwise keep its last LAG_LIMIT events, deltas
-                        // included (about 130 KiB after a 600-delta message).
-                        if state.subscribers == 1 {
-                            state.recent.drain(..=index);
-                        }
-                        return Some(Next::Live(entry));
-                    }
-                }
-                self.head.mark_unchanged();
-            }
-            if self.head.changed().await.is_err() {
-                self.done = true;
-            }
-        }
-    }
-
-    /// This subscription as a [`futures::Stream`].
-    pub fn into_stream(self) -> impl futures::Stream<Item = Arc<LogEntry>> + Send {
-        futures::stream::unfold(
-            self,
-            |mut sub| async move { sub.next().await.map(|e| (e, sub)) },
-        )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn delta(i: usize) -> Event {
-        Event::Delta {
-            kind: DeltaKind::Text,
-            text: i.to_string(),
-        }
-    }
-
-    fn recent(log: &EventLog) -> usize {
-        lock(&log.state).recent.len()
-    }
-
-    #[tokio::test]
-    async fn a_sole_subscriber_keeps_only_what_it_has_not_read() {
-        let log = EventLog::new();
-        let mut sub = log.subscribe(0);
-        for i in 0..100 {
-            log.publish_live(delta(i));
-        }
-        for _ in 0..60 {
-            sub.next().await.expect("event");
-        }
-        assert_eq!(recent(&log), 40);
-        for _ in 0..40 {
-            sub.next().await.expect("event");
-        }
-        assert_eq!(recent(&log), 0);
-        log.publish_live(delta(100));
-        let last = sub.next().await.expect("event");
-        assert_eq!(last.event, delta(100));
-    }
-
-    #[tokio::test]
-    async fn two_subscribers_keep_the_recent_events_until_both_are_gone() {
-        let log = EventLog::new();
-        let mut first = log.subscribe(0);
-        let second = log.subscribe(0);
-        for i in 0..100 {
-            log.publish_live(delta(i));
-        }
-        for _ in 0..100 {
-            first.next().await.expect("event");
-        }
-        assert_eq!(recent(&log), 100, "the second subscriber has read none");
-        drop(second);
-        assert_eq!(recent(&log), 100, "the first is still there");
-        drop(first);
-        assert_eq!(recent(&log), 0);
-    }
 }

@@ -1039,4 +1039,8 @@ async fn models_a_request_may_name() {
     // A weak token is refused by `try_new`.
     let weak = lrg_chat::http::HttpConfig::try_new("a").unwrap_err();
     assert!(weak.to_string().contains("openssl rand -hex 16"), "{weak}");
+    // Long enough, but one character repeated, or two: no random secret.
+    for repetitive in ["a".repeat(64), "ab".repeat(20)] {
+        assert!(lrg_chat::http::HttpConfig::try_new(repetitive).is_err());
+    }
 }

@@ -22,12 +22,15 @@ use futures::future::BoxFuture;
 use http_support::*;
 use lrg_chat::events::Event;
 use lrg_chat::http::{
-    ChatOpener, ChatServer, ChatSpec, HttpConfig, MenuEntry, OpenError, OpenedChat, StaticMenu,
+    ChatOpener, ChatServer, ChatSpec, HttpConfig, MenuEntry, OpenError, OpenedChat, StandardOpener,
+    StaticMenu,
 };
+use lrg_chat::session::SessionConfig;
 use lrg_chat::tools::ToolHost;
 use lrg_chat::{ChatSession, FixedModel};
 use lrg_providers::{
-    ChatModel, Image, ModelLocation, Part, ScriptedModel, ScriptedTurn, ToolAnnotations,
+    ChatModel, Image, ModelLocation, Part, ProviderError, ScriptedModel, ScriptedTurn,
+    ToolAnnotations,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -230,6 +233,39 @@ impl Page {
     }
 }
 
+/// Chromium on its own chromedriver and profile: the driver and profile
+/// live as long as the page.
+async fn launch(chromium: &Path, driver: &Path) -> (Driver, tempfile::TempDir, Page) {
+    let (driver, port) = start_driver(driver).await;
+    let profile = tempfile::tempdir().unwrap();
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1100,900",
+                format!("--user-data-dir={}", profile.path().display()),
+            ]
+        }),
+    );
+    let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("a WebDriver session");
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/browser-screens");
+    std::fs::create_dir_all(&shots).unwrap();
+    let page = Page {
+        client,
+        shots,
+        n: 0,
+    };
+    (driver, profile, page)
+}
+
 const ENTER: &str = "\u{E007}";
 const SHIFT: &str = "\u{E008}";
 const RELEASE: &str = "\u{E000}";
@@ -291,33 +327,7 @@ async fn a_whole_chat_in_a_real_browser() {
     tokio::spawn(async move { axum::serve(listener, app).await });
     let link = server.open_chat(ChatSpec::new()).await.unwrap();
 
-    let (_driver, port) = start_driver(&driver).await;
-    let profile = tempfile::tempdir().unwrap();
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1100,900",
-                format!("--user-data-dir={}", profile.path().display()),
-            ]
-        }),
-    );
-    let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{port}"))
-        .await
-        .expect("a WebDriver session");
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/browser-screens");
-    std::fs::create_dir_all(&shots).unwrap();
-    let mut page = Page {
-        client,
-        shots,
-        n: 0,
-    };
+    let (_driver, _profile, mut page) = launch(&chromium, &driver).await;
 
     // 1. Open the page with the token in the fragment.
     page.client
@@ -581,6 +591,164 @@ async fn a_whole_chat_in_a_real_browser() {
         1,
         "the first chat ended when the second opened"
     );
+
+    page.client.close().await.unwrap();
+}
+
+/// A chat longer than its event log keeps: the page loads after the log
+/// forgot the chat's first events, is told to `resync`, rebuilds the whole
+/// conversation from the transcript, follows the live events from there
+/// (a message sent from the page is answered), and does it all again on a
+/// reload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_longer_than_its_event_log_is_shown_whole_in_a_real_browser() {
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let answer = |i: usize| format!("Answer {i}: scripted reply number {i}.");
+    let model = scripted(
+        "first",
+        (1..=7).map(|i| slow(&answer(i), 20)).collect::<Vec<_>>(),
+    );
+    let found = models(vec![("script:first", model)]);
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let opener = StandardOpener::new(move |id: &str| {
+        let found = found.lock().unwrap().get(id).cloned();
+        let id = id.to_string();
+        Box::pin(async move {
+            found.ok_or(ProviderError::Config {
+                message: format!("unknown model {id}"),
+            })
+        })
+    })
+    .session_config(SessionConfig {
+        max_kept_events: 8,
+        ..SessionConfig::default()
+    });
+    let menu = StaticMenu(vec![MenuEntry::available(
+        "script",
+        "first",
+        ModelLocation::Local,
+    )]);
+    let config = HttpConfig::new(AGENT)
+        .allow_origin(base.clone())
+        .defaults(ChatSpec::new().model("script:first"));
+    let server = ChatServer::new(config, Arc::new(opener), Arc::new(menu));
+    let app = server.router();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let link = server.open_chat(ChatSpec::new()).await.unwrap();
+
+    // Six messages before the page loads; the log forgets the first events.
+    let session = server.session(&link.session).expect("the chat");
+    for i in 1..=6 {
+        let outcome = tokio::time::timeout(WAIT, session.send(format!("message {i}")).unwrap())
+            .await
+            .expect("the answer comes in time");
+        assert!(
+            matches!(outcome, lrg_chat::TurnOutcome::Completed { .. }),
+            "message {i}: {outcome:?}"
+        );
+    }
+    let log = session.events();
+    assert_eq!(log.entries().len(), 8, "the log keeps its bound");
+    assert!(
+        log.first_kept_seq() > 1,
+        "the log forgot its first events (first kept: {})",
+        log.first_kept_seq()
+    );
+    println!(
+        "the log keeps events {}..={}",
+        log.first_kept_seq(),
+        log.last_seq()
+    );
+
+    let (_driver, _profile, mut page) = launch(&chromium, &driver).await;
+    let users = "[...document.querySelectorAll('#log .user')].map(u => u.textContent)";
+    let answers =
+        "[...document.querySelectorAll('#log .turn:not(.live) .text')].map(t => t.textContent)";
+    let expect = |n: usize| {
+        (
+            json!((1..=n).map(|i| format!("message {i}")).collect::<Vec<_>>()),
+            json!((1..=n).map(answer).collect::<Vec<_>>()),
+        )
+    };
+    let whole = |n: usize| {
+        format!(
+            "document.querySelectorAll('#log .user').length === {n} && \
+             document.querySelectorAll('#log .turn:not(.live) .text').length === {n}"
+        )
+    };
+
+    // 1. Load the page: resync, the transcript, the whole conversation.
+    page.client
+        .goto(&format!("{base}{}", link.page_url))
+        .await
+        .unwrap();
+    page.wait(
+        "document.getElementById('conn').textContent === 'live'",
+        "the stream",
+    )
+    .await;
+    page.wait(&whole(6), "the whole conversation").await;
+    let (want_users, want_answers) = expect(6);
+    assert_eq!(page.js(&format!("return {users}")).await, want_users);
+    assert_eq!(page.js(&format!("return {answers}")).await, want_answers);
+    assert_eq!(
+        page.js("return [lastSeq, transcriptSeq]").await,
+        json!([log.last_seq(), log.last_seq()]),
+        "the page was rebuilt from the transcript and follows from its last event"
+    );
+    assert_eq!(
+        page.js("return document.querySelectorAll('#log .notice.error').length")
+            .await,
+        json!(0)
+    );
+    assert!(
+        !page.log_text().await.contains("Older messages"),
+        "the transcript is whole"
+    );
+    page.shot("resync-rebuilt").await;
+
+    // 2. Send one more from the page: its answer comes over the live events.
+    page.wait("!document.getElementById('send').disabled", "idle")
+        .await;
+    page.type_in(&format!("message 7{ENTER}")).await;
+    page.wait(&whole(7), "the seventh answer").await;
+    let (want_users, want_answers) = expect(7);
+    assert_eq!(page.js(&format!("return {users}")).await, want_users);
+    assert_eq!(page.js(&format!("return {answers}")).await, want_answers);
+    page.wait("!document.getElementById('send').disabled", "idle again")
+        .await;
+    assert_eq!(page.js("return lastSeq").await, json!(log.last_seq()));
+    let before = page.log_text().await;
+    page.shot("resync-live-after").await;
+
+    // 3. Reload: the log still forgot the start; rebuilt again, whole.
+    assert!(log.first_kept_seq() > 1);
+    page.client.refresh().await.unwrap();
+    page.wait(
+        "document.getElementById('conn').textContent === 'live'",
+        "the stream after reload",
+    )
+    .await;
+    page.wait(&whole(7), "the whole conversation after reload")
+        .await;
+    assert_eq!(page.js(&format!("return {users}")).await, want_users);
+    assert_eq!(page.js(&format!("return {answers}")).await, want_answers);
+    assert_eq!(
+        page.log_text().await,
+        before,
+        "a reload shows the same conversation"
+    );
+    let rebuilt_at = log.last_seq();
+    assert_eq!(
+        page.js("return [lastSeq, transcriptSeq]").await,
+        json!([rebuilt_at, rebuilt_at]),
+        "rebuilt from the transcript again"
+    );
+    page.shot("resync-after-reload").await;
 
     page.client.close().await.unwrap();
 }

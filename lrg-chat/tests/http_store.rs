@@ -426,3 +426,128 @@ async fn a_chat_another_server_holds_is_a_409_and_unkeyed_chats_are_not_stored()
     assert_eq!(files, [format!("{}.jsonl", held.id)]);
     a.server.shutdown().await;
 }
+
+/// A JSONL store that cannot write, as a full or read-only disk: chats are
+/// created (their files exist) but nothing is appended or rewritten.
+#[derive(Debug)]
+struct Unwritable(JsonlStore);
+
+fn disk_full() -> lrg_chat::store::StoreError {
+    lrg_chat::store::StoreError::Io {
+        path: "/full/disk.jsonl".into(),
+        source: std::io::Error::from_raw_os_error(28),
+    }
+}
+
+impl lrg_chat::store::SessionStore for Unwritable {
+    fn create<'a>(
+        &'a self,
+        meta: &'a lrg_chat::store::SessionMeta,
+    ) -> futures::future::BoxFuture<'a, Result<(), lrg_chat::store::StoreError>> {
+        self.0.create(meta)
+    }
+    fn resume<'a>(
+        &'a self,
+        id: &'a lrg_chat::store::SessionId,
+        max_rows: usize,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<lrg_chat::store::StoredSession, lrg_chat::store::StoreError>,
+    > {
+        self.0.resume(id, max_rows)
+    }
+    fn append<'a>(
+        &'a self,
+        _: &'a lrg_chat::store::SessionId,
+        _: &'a [lrg_providers::Message],
+        _: &'a lrg_chat::store::SessionState,
+    ) -> futures::future::BoxFuture<'a, Result<(), lrg_chat::store::StoreError>> {
+        Box::pin(async { Err(disk_full()) })
+    }
+    fn rewrite<'a>(
+        &'a self,
+        _: &'a lrg_chat::store::SessionId,
+        _: &'a [lrg_providers::Message],
+        _: &'a lrg_chat::store::SessionState,
+    ) -> futures::future::BoxFuture<'a, Result<(), lrg_chat::store::StoreError>> {
+        Box::pin(async { Err(disk_full()) })
+    }
+    fn load<'a>(
+        &'a self,
+        id: &'a lrg_chat::store::SessionId,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<lrg_chat::store::StoredSession, lrg_chat::store::StoreError>,
+    > {
+        self.0.load(id)
+    }
+    fn list<'a>(
+        &'a self,
+        filter: &'a lrg_chat::store::ListFilter,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Vec<lrg_chat::store::SessionSummary>, lrg_chat::store::StoreError>,
+    > {
+        self.0.list(filter)
+    }
+    fn delete<'a>(
+        &'a self,
+        id: &'a lrg_chat::store::SessionId,
+    ) -> futures::future::BoxFuture<'a, Result<bool, lrg_chat::store::StoreError>> {
+        self.0.delete(id)
+    }
+    fn release<'a>(
+        &'a self,
+        id: &'a lrg_chat::store::SessionId,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        self.0.release(id)
+    }
+}
+
+#[tokio::test]
+async fn an_acknowledgement_the_store_could_not_keep_says_saved_false() {
+    // A working store first: no `saved` field at all.
+    let dir = TempDir::new().unwrap();
+    let h = server(&dir, vec![text("kept"), text("again")]).await;
+    let chat = Chat::of(&h.open_raw(keyed("script:first")).await.1);
+    let mut events = h.events(&chat, 0).await;
+    let (s, v) = h.post(&chat, "/messages", json!({"text": "hello"})).await;
+    assert_eq!(s, 202, "{v}");
+    assert!(v.get("saved").is_none(), "{v}");
+    events.idle().await;
+    let (s, v) = h.post(&chat, "/clear", json!({})).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v.get("saved").is_none(), "{v}");
+    h.server.shutdown().await;
+
+    let dir = TempDir::new().unwrap();
+    let store = Arc::new(Unwritable(JsonlStore::new(dir.path())));
+    let h = start(
+        models(vec![(
+            "script:first",
+            scripted("first", vec![text("lost")]),
+        )]),
+        move |c| c.store(store),
+    )
+    .await;
+    let chat = Chat::of(&h.open_raw(keyed("script:first")).await.1);
+    let mut events = h.events(&chat, 0).await;
+    let (s, v) = h.post(&chat, "/messages", json!({"text": "hello"})).await;
+    assert_eq!(s, 202, "the chat goes on in memory: {v}");
+    assert_eq!(v["saved"], false, "{v}");
+    let warning = events.until("warning", |_| true).await;
+    assert!(
+        warning["message"]
+            .as_str()
+            .unwrap()
+            .contains("no longer being saved"),
+        "{warning}"
+    );
+    events.idle().await;
+    let (s, v) = h.post(&chat, "/retry", json!({})).await;
+    assert_eq!((s, &v["saved"]), (202, &json!(false)), "{v}");
+    events.idle().await;
+    let (s, v) = h.post(&chat, "/clear", json!({})).await;
+    assert_eq!((s, &v["saved"]), (200, &json!(false)), "{v}");
+    h.server.shutdown().await;
+}

@@ -271,7 +271,10 @@ impl SessionStore for Gated {
         rows: &'a [Message],
         state: &'a SessionState,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.inner.rewrite(id, rows, state)
+        Box::pin(async move {
+            self.gate.acquire().await.unwrap().forget();
+            self.inner.rewrite(id, rows, state).await
+        })
     }
     fn load<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<StoredSession, StoreError>> {
         self.inner.load(id)
@@ -373,6 +376,62 @@ async fn nothing_is_shown_or_acknowledged_before_it_is_kept() {
     let kept = within(store.load(&meta.id)).await.unwrap().rows;
     assert_eq!(kept, session.history());
     assert_eq!(kept.len(), 4);
+}
+
+/// A clear and a compaction replace the history: neither `cleared` nor
+/// `compacted` is shown (nor a clear acknowledged) before the replacement
+/// is kept — a kill then would bring the old conversation back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clear_and_a_compaction_are_shown_only_once_kept() {
+    let dir = TempDir::new().unwrap();
+    let store = Arc::new(Gated {
+        inner: JsonlStore::new(dir.path()),
+        gate: tokio::sync::Semaphore::new(100),
+    });
+    let meta = SessionMeta::new(binding());
+    within(store.create(&meta)).await.unwrap();
+    let reply = |t: &str| ScriptedTurn {
+        text: Some(t.into()),
+        ..Default::default()
+    };
+    let script = ScriptedModel::new(vec![reply("one"), reply("the summary"), reply("two")]);
+    let session = ChatSession::builder(Arc::new(FixedModel::new(script)))
+        .store(store.clone(), meta.id.clone())
+        .build();
+    within(session.send("first").unwrap()).await;
+    // Closed from here on.
+    let open = store.gate.available_permits();
+    store.gate.acquire_many(open as u32).await.unwrap().forget();
+
+    // Compaction: the summary turn ends, its rewrite waits.
+    let compact = session.compact().unwrap();
+    held_back(&session, "compacted", 0).await;
+    let kept = within(store.load(&meta.id)).await.unwrap().rows;
+    assert_eq!(kept.len(), 2, "still the old conversation: {kept:?}");
+    store.gate.add_permits(1);
+    until_shown(&session, "compacted", 1).await;
+    let kept = within(store.load(&meta.id)).await.unwrap().rows;
+    assert_eq!(kept.len(), 1, "the summary alone: {kept:?}");
+    assert!(kept[0].text().contains("the summary"), "{kept:?}");
+    store.gate.add_permits(100);
+    within(compact).await;
+    within(session.send("second").unwrap()).await;
+    let open = store.gate.available_permits();
+    store.gate.acquire_many(open as u32).await.unwrap().forget();
+
+    // A clear: the state is empty at once, the event waits for the rewrite.
+    let clearing = session.clone();
+    let cleared = tokio::spawn(async move { clearing.clear_kept().await });
+    held_back(&session, "cleared", 0).await;
+    assert!(
+        !cleared.is_finished(),
+        "a clear acknowledged before it was kept"
+    );
+    assert_eq!(within(store.load(&meta.id)).await.unwrap().rows.len(), 3);
+    store.gate.add_permits(1);
+    assert!(within(cleared).await.unwrap().unwrap());
+    assert_eq!(shown(&session, "cleared"), 1);
+    assert!(within(store.load(&meta.id)).await.unwrap().rows.is_empty());
 }
 
 fn calls(list: &[(&str, serde_json::Value)]) -> ScriptedTurn {

@@ -223,6 +223,197 @@ async fn postgres_passes_the_conformance_suite() {
     open_calls_are_answered_on_load(&fresh(&server, "lrg_open_calls").await).await;
     ten_thousand_rows(&fresh(&server, "lrg_ten_thousand").await).await;
     sub_agents_go_with_their_parent(&fresh(&server, "lrg_sub_agents").await).await;
+    damage_is_refused_and_left_as_it_is(&fresh(&server, "lrg_damage").await).await;
     let bad = PgStore::connect("host=/nonexistent/socket user=x dbname=y").await;
     assert!(bad.is_err());
+}
+
+/// SQL on the test's database, as a person or another program would.
+async fn sql(pg: &Pg, statement: &str, id: &str) -> u64 {
+    let (client, connection) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client.execute(statement, &[&id]).await.unwrap()
+}
+
+/// What the database holds of session `id`: its head and its rows, as text.
+async fn raw(pg: &Pg, id: &str) -> (String, Vec<String>) {
+    let (client, connection) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let head = client
+        .query_one(
+            "SELECT version::TEXT || ' ' || meta || ' ' || state FROM lrg_sessions WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let rows = client
+        .query(
+            "SELECT n::TEXT || ' ' || row FROM lrg_session_rows WHERE session_id = $1 ORDER BY n",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    (head, rows)
+}
+
+/// The JSONL store's damage rules, on PostgreSQL: a newer format, an
+/// unreadable meta or an unreadable row refuses the load and the resume
+/// with an error that says which, leaves the session as it is, is listed as
+/// damaged with its keys (a damaged head), and a keyed open never starts a
+/// second chat under the keys.
+async fn damage_is_refused_and_left_as_it_is(pg: &Pg) {
+    use lrg_chat::registry::{OpenRequest, RegistryConfig, SessionRegistry};
+    use lrg_chat::store::{ListFilter, ModelBinding, SessionKeys, StoreError};
+    use lrg_chat::{ChatSession, FixedModel};
+    use lrg_providers::ScriptedModel;
+
+    let store = pg.store();
+    let keyed = |context: &str| {
+        let keys = SessionKeys::new("alice", context).unwrap();
+        (meta().with_keys(keys.clone()), keys)
+    };
+    let (newer, newer_keys) = keyed("doc:newer");
+    let (bad_meta, bad_meta_keys) = keyed("doc:meta");
+    let (bad_row, bad_row_keys) = keyed("doc:row");
+    for m in [&newer, &bad_meta, &bad_row] {
+        within(store.create(m)).await.unwrap();
+        within(store.append(&m.id, &exchange("x", 1), &state(3)))
+            .await
+            .unwrap();
+        within(store.release(&m.id)).await;
+    }
+    let (good, _) = keyed("doc:good");
+    within(store.create(&good)).await.unwrap();
+    within(store.release(&good.id)).await;
+
+    sql(
+        pg,
+        "UPDATE lrg_sessions SET version = 99 WHERE id = $1",
+        newer.id.as_str(),
+    )
+    .await;
+    sql(
+        pg,
+        "UPDATE lrg_sessions SET meta = '{\"id\": 1' WHERE id = $1",
+        bad_meta.id.as_str(),
+    )
+    .await;
+    sql(
+        pg,
+        "UPDATE lrg_session_rows SET row = '\u{1}not json' WHERE session_id = $1 AND n = 1",
+        bad_row.id.as_str(),
+    )
+    .await;
+    let before = [
+        raw(pg, newer.id.as_str()).await,
+        raw(pg, bad_meta.id.as_str()).await,
+        raw(pg, bad_row.id.as_str()).await,
+    ];
+
+    // A newer format says so, on load, resume and find.
+    let store = pg.store();
+    for err in [
+        within(store.load(&newer.id)).await.unwrap_err(),
+        within(store.resume(&newer.id, usize::MAX))
+            .await
+            .unwrap_err(),
+        within(store.find(&newer_keys)).await.unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, StoreError::FutureVersion { found: 99, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("written by a newer lrg"), "{err}");
+    }
+    // An unreadable meta: corrupt, naming what.
+    for err in [
+        within(store.load(&bad_meta.id)).await.unwrap_err(),
+        within(store.resume(&bad_meta.id, usize::MAX))
+            .await
+            .unwrap_err(),
+        within(store.find(&bad_meta_keys)).await.unwrap_err(),
+    ] {
+        assert!(err.is_damage(), "{err}");
+        assert!(err.to_string().contains("unreadable meta"), "{err}");
+    }
+    // An unreadable row in the middle: the resume is refused, not trimmed
+    // or repaired past it.
+    for err in [
+        within(store.load(&bad_row.id)).await.unwrap_err(),
+        within(store.resume(&bad_row.id, usize::MAX))
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(matches!(err, StoreError::Corrupt { line: 2, .. }), "{err}");
+        assert!(err.to_string().contains("unreadable row"), "{err}");
+    }
+    // The failed resumes left no lock behind: the good session resumes.
+    within(store.resume(&good.id, usize::MAX)).await.unwrap();
+    within(store.release(&good.id)).await;
+
+    // Listed as damaged, with their keys; never as readable.
+    let damaged = within(store.damaged()).await.unwrap();
+    let mut listed: Vec<_> = damaged
+        .iter()
+        .map(|d| (d.id.clone().unwrap(), d.keys.clone()))
+        .collect();
+    listed.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut expected = vec![
+        (newer.id.clone(), Some(newer_keys.clone())),
+        (bad_meta.id.clone(), Some(bad_meta_keys.clone())),
+    ];
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(listed, expected);
+    let readable: Vec<_> = within(store.list(&ListFilter::all()))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.meta.id)
+        .collect();
+    assert!(!readable.contains(&newer.id) && !readable.contains(&bad_meta.id));
+
+    // A keyed open under any of them: an error that says so, no new chat.
+    let model = ScriptedModel::new(vec![]);
+    let registry = SessionRegistry::new(
+        move |_: &ModelBinding| {
+            Ok(ChatSession::builder(Arc::new(FixedModel::new(
+                model.clone(),
+            ))))
+        },
+        RegistryConfig::default(),
+    )
+    .with_store(pg.store());
+    let sessions = within(store.list(&ListFilter::all())).await.unwrap().len();
+    for keys in [&newer_keys, &bad_meta_keys, &bad_row_keys] {
+        let binding = meta().model;
+        let err = within(registry.open(OpenRequest::keyed(keys.clone(), binding)))
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("a second chat was opened under {keys:?}"));
+        assert!(
+            err.to_string().contains("newer lrg") || err.to_string().contains("unreadable"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        within(store.list(&ListFilter::all())).await.unwrap().len(),
+        sessions,
+        "no chat was created"
+    );
+
+    // Every damaged session is exactly as it was.
+    let after = [
+        raw(pg, newer.id.as_str()).await,
+        raw(pg, bad_meta.id.as_str()).await,
+        raw(pg, bad_row.id.as_str()).await,
+    ];
+    assert_eq!(before, after, "a damaged session was changed");
 }

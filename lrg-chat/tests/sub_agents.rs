@@ -791,3 +791,140 @@ async fn a_resumed_chat_numbers_new_sub_agents_after_its_stored_ones() {
     assert!(store.load(&parent_id.sub_agent(1)).await.is_ok());
     assert!(store.load(&parent_id.sub_agent(2)).await.is_ok());
 }
+
+/// A JSONL store whose writes of one session wait, while `closed`, for a
+/// permit: the test decides when the parent's history becomes durable.
+#[derive(Debug)]
+struct HoldOne {
+    inner: JsonlStore,
+    id: lrg_chat::store::SessionId,
+    closed: std::sync::atomic::AtomicBool,
+    gate: Semaphore,
+}
+
+impl HoldOne {
+    async fn pass(&self, id: &lrg_chat::store::SessionId) {
+        if *id == self.id && self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            self.gate.acquire().await.unwrap().forget();
+        }
+    }
+}
+
+type StoreFuture<'a, T> = futures::future::BoxFuture<'a, Result<T, lrg_chat::store::StoreError>>;
+
+impl SessionStore for HoldOne {
+    fn create<'a>(&'a self, meta: &'a SessionMeta) -> StoreFuture<'a, ()> {
+        self.inner.create(meta)
+    }
+    fn resume<'a>(
+        &'a self,
+        id: &'a lrg_chat::store::SessionId,
+        max_rows: usize,
+    ) -> StoreFuture<'a, lrg_chat::store::StoredSession> {
+        self.inner.resume(id, max_rows)
+    }
+    fn append<'a>(
+        &'a self,
+        id: &'a lrg_chat::store::SessionId,
+        rows: &'a [lrg_providers::Message],
+        state: &'a lrg_chat::store::SessionState,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            self.pass(id).await;
+            self.inner.append(id, rows, state).await
+        })
+    }
+    fn rewrite<'a>(
+        &'a self,
+        id: &'a lrg_chat::store::SessionId,
+        rows: &'a [lrg_providers::Message],
+        state: &'a lrg_chat::store::SessionState,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            self.pass(id).await;
+            self.inner.rewrite(id, rows, state).await
+        })
+    }
+    fn load<'a>(
+        &'a self,
+        id: &'a lrg_chat::store::SessionId,
+    ) -> StoreFuture<'a, lrg_chat::store::StoredSession> {
+        self.inner.load(id)
+    }
+    fn list<'a>(
+        &'a self,
+        filter: &'a lrg_chat::store::ListFilter,
+    ) -> StoreFuture<'a, Vec<lrg_chat::store::SessionSummary>> {
+        self.inner.list(filter)
+    }
+    fn delete<'a>(&'a self, id: &'a lrg_chat::store::SessionId) -> StoreFuture<'a, bool> {
+        self.inner.delete(id)
+    }
+    fn release<'a>(
+        &'a self,
+        id: &'a lrg_chat::store::SessionId,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        self.inner.release(id)
+    }
+}
+
+/// The numbered `tool_done` events of sub-agent answers the parent showed.
+fn shown_answers(session: &ChatSession) -> usize {
+    session
+        .events()
+        .entries()
+        .iter()
+        .filter(|e| {
+            e.seq.is_some()
+                && matches!(&e.event, Event::ToolDone { call_id, .. }
+                    if call_id.starts_with("sub_agent_result"))
+        })
+        .count()
+}
+
+/// A sub-agent's answer is shown in the parent only once the parent's
+/// history holds it durably: a kill then must not take back a shown answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agents_answer_is_shown_only_once_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = SessionMeta::new(ModelBinding::new("script:router"));
+    let parent_id = meta.id.clone();
+    let store = Arc::new(HoldOne {
+        inner: JsonlStore::new(dir.path()),
+        id: parent_id.clone(),
+        closed: false.into(),
+        gate: Semaphore::new(0),
+    });
+    store.create(&meta).await.unwrap();
+    let s = setup(
+        vec![spawn(&["p"]), reply("Started."), reply("p is in.")],
+        vec![("p", gated("p"))],
+        SubAgents::default(),
+        Some((store.clone(), parent_id.clone())),
+    );
+    finish(s.session.send("one thing").unwrap()).await;
+    store
+        .closed
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    s.gates.open("p");
+    until(&s.session, |a| a[0].status == SubAgentStatus::Done).await;
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    assert_eq!(
+        shown_answers(&s.session),
+        0,
+        "the answer was shown before the parent kept it"
+    );
+    store
+        .closed
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    store.gate.add_permits(100);
+    settled(&s.session).await;
+    assert_eq!(shown_answers(&s.session), 1);
+    let kept = store.load(&parent_id).await.unwrap().rows;
+    assert!(
+        kept.iter()
+            .any(|m| m.tool_calls().any(|c| c.name == "sub_agent_result")),
+        "{kept:?}"
+    );
+    assert_pairing(&s.session);
+}

@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use lrg_chat::acp::{AcpError, AcpSession, ModelChoice, SessionFactory, SessionSpec};
-use lrg_chat::session::ChatSessionBuilder;
+use lrg_chat::session::{ChatSessionBuilder, SessionConfig};
 use lrg_chat::store::{ModelBinding, RESUME_ROWS, SessionId, SessionMeta, SessionStore};
 use lrg_chat::tools::{McpConfig, McpServerConfig, ToolHost};
 use lrg_chat::{ChatSession, FixedModel, Permissions};
 use lrg_providers::ModelLocation;
 use lrg_providers::catalog::ModelCatalog;
 
-use crate::cli::{AcpArgs, ModelArgs};
+use crate::cli::{AcpArgs, LimitArgs, ModelArgs};
 use crate::exit::{CliError, Exit};
 
 /// Serve ACP on stdio until the client closes stdin.
@@ -34,6 +34,7 @@ pub async fn acp(args: AcpArgs) -> Result<Exit, CliError> {
         permissions,
         system: args.system,
         max_steps: args.max_steps,
+        limits: args.limits,
         store,
     });
     lrg_chat::acp::serve_stdio(factory)
@@ -49,6 +50,7 @@ struct Sessions {
     permissions: Arc<Permissions>,
     system: Option<String>,
     max_steps: Option<u32>,
+    limits: LimitArgs,
     store: Option<Arc<dyn SessionStore>>,
 }
 
@@ -72,7 +74,9 @@ impl Sessions {
         for failure in failures {
             eprintln!("lrg acp: warning: {failure} (its tools are missing)");
         }
+        // The limits first: the setters below override their own parts of it.
         let mut builder = ChatSession::builder(Arc::new(FixedModel(model)))
+            .config(self.limits.apply(SessionConfig::default()))
             .tools(host.clone())
             .permissions(self.permissions.clone())
             .local_only(self.model.local_only);

@@ -38,6 +38,7 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
         saved: &args.saved,
         generation: args.generation.settings(),
         sub_agents: args.sub_agents,
+        limits: args.limits,
     })
     .await?;
     let session = ready.session.clone();

@@ -4,6 +4,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use lrg_chat::session::SessionConfig;
 use lrg_providers::GenerationSettings;
 use lrg_providers::text_tools::ToolMode;
 
@@ -109,9 +110,38 @@ pub struct ModelArgs {
     #[arg(long, value_name = "FILE", env = "LRG_MMPROJ", hide_env_values = true)]
     pub mmproj: Option<std::path::PathBuf>,
     /// Seconds a model's server may take to begin an answer, and then to send each next part
-    /// of it, before the attempt fails (retried within 3 minutes) [default: 60]
+    /// of it, before the attempt fails (retried until --turn-deadline) [default: 60]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     pub model_timeout: Option<std::time::Duration>,
+}
+
+/// Limits on one model turn: how large its answer may grow, and how long its
+/// retries may go on. Unset ones keep the library's defaults.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct LimitArgs {
+    /// The largest model answer taken (bytes, or with KiB/MiB: text, reasoning and tool-call
+    /// arguments together); a larger one ends the turn with an error that names its size
+    /// [default: 4MiB]
+    #[arg(long, value_name = "SIZE", value_parser = byte_size)]
+    pub max_answer: Option<usize>,
+    /// Seconds a turn may go on retrying a failing or silent model, counted from its first
+    /// try; a retry that would start later is not made and the turn ends with the last error
+    /// [default: 180]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub turn_deadline: Option<std::time::Duration>,
+}
+
+impl LimitArgs {
+    /// `config` with these limits applied over it.
+    pub fn apply(&self, mut config: SessionConfig) -> SessionConfig {
+        if let Some(max) = self.max_answer {
+            config.max_answer_bytes = max;
+        }
+        if let Some(deadline) = self.turn_deadline {
+            config.retry.deadline = Some(deadline);
+        }
+        config
+    }
 }
 
 /// How the model samples its answers; each unset one is left to the model.
@@ -260,6 +290,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
     pub generation: GenerationArgs,
     #[command(flatten)]
     pub tools: ToolArgs,
@@ -296,6 +328,8 @@ pub struct ChatArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
     pub generation: GenerationArgs,
     #[command(flatten)]
     pub tools: ToolArgs,
@@ -325,6 +359,8 @@ pub struct ChatArgs {
 pub struct AcpArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     #[command(flatten)]
     pub tools: ToolArgs,
     #[command(flatten)]
@@ -445,6 +481,8 @@ pub enum SessionsAction {
 pub struct ServeArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     #[command(flatten)]
     pub generation: GenerationArgs,
     #[command(flatten)]

@@ -37,7 +37,7 @@ use crate::exit::Exit;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    init_logging(matches!(cli.command, Command::Serve(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -66,11 +66,19 @@ fn main() -> ExitCode {
     out::exit_code(result)
 }
 
-/// Logs go to stderr, off unless `RUST_LOG` asks for them, so they never mix
-/// with a reply or JSON on stdout.
-fn init_logging() {
+/// Logs go to stderr, so they never mix with a reply or JSON on stdout:
+/// as `RUST_LOG` says, else off — except under `serve`, whose stderr is a
+/// server's log: there warnings and errors (a damaged session file, a model
+/// that could not be loaded, with the detail a remote caller is not told)
+/// are written unless `RUST_LOG` says otherwise.
+fn init_logging(server: bool) {
+    let default = if server {
+        "error,lrg=warn,lrg_chat=warn,lrg_providers=warn,lrg_llama=warn,lrg_mlx=warn"
+    } else {
+        "off"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

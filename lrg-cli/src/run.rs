@@ -27,6 +27,7 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
         saved: &args.saved,
         generation: args.generation.settings(),
         sub_agents: args.sub_agents,
+        limits: args.limits,
     })
     .await?;
     let session = ready.session.clone();

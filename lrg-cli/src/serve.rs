@@ -95,10 +95,10 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     }
 
     let model_args = args.model.clone();
-    let mut session_config = SessionConfig {
+    let mut session_config = args.limits.apply(SessionConfig {
         generation: args.generation.settings(),
         ..SessionConfig::default()
-    };
+    });
     if let Some(steps) = args.max_steps {
         session_config.max_steps = steps as usize;
     }

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use lrg_chat::permissions::{Mode, PermissionSettings, Rule};
 use lrg_chat::registry::SessionRegistry;
-use lrg_chat::session::SwitchableModel;
+use lrg_chat::session::{SessionConfig, SwitchableModel};
 use lrg_chat::tools::ToolHost;
 use lrg_chat::{ChatSession, Permissions};
 use lrg_providers::record::ReplayModel;
 use lrg_providers::{GenerationSettings, ModelInfo};
 
-use crate::cli::{ModeArg, ModelArgs, PermissionArgs, SessionArgs, ToolArgs};
+use crate::cli::{LimitArgs, ModeArg, ModelArgs, PermissionArgs, SessionArgs, ToolArgs};
 use crate::exit::CliError;
 use crate::usage;
 
@@ -38,6 +38,8 @@ pub struct SessionFlags<'a> {
     pub generation: GenerationSettings,
     /// `--sub-agents`.
     pub sub_agents: bool,
+    /// `--max-answer` and `--turn-deadline`.
+    pub limits: LimitArgs,
 }
 
 /// A session ready to take messages.
@@ -164,9 +166,12 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     let local_only = flags.model.local_only;
     let generation = flags.generation;
     let sub_agents = flags.sub_agents;
+    let config = flags.limits.apply(SessionConfig::default());
     let model_source = source.clone();
     let builder = move || {
+        // The limits first: the setters below override their own parts of it.
         let mut builder = ChatSession::builder(model_source.clone())
+            .config(config.clone())
             .tools(tools.clone())
             .permissions(permissions.clone())
             // Checked again in the loop, at every turn.

@@ -342,6 +342,37 @@ async fn repeated_403s_from_one_address_turn_into_429s() {
         "{}/v1/chat/sessions/{}/transcript",
         served.origin, served.session
     );
+    // A web page of another site, in the person's browser on this machine,
+    // can send requests without preflight (no custom headers): 40 of them
+    // must not lock the person out of the page or their chat.
+    for _ in 0..40 {
+        let r = client
+            .post(format!(
+                "{}/v1/chat/sessions/{}/messages",
+                served.origin, served.session
+            ))
+            .header("origin", "https://evil.example")
+            .header("content-type", "text/plain")
+            .body(r#"{"text":"hi"}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403);
+    }
+    let page = client
+        .get(format!("{}/v1/ui/chat", served.origin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let own = client
+        .get(&url)
+        .bearer_auth(&served.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(own.status(), 200);
+
     let mut answers = Vec::new();
     for _ in 0..25 {
         let r = client
@@ -363,7 +394,15 @@ async fn repeated_403s_from_one_address_turn_into_429s() {
     assert!(limited.1.is_some(), "no Retry-After");
     let body: Value = serde_json::from_str(&limited.2).unwrap();
     assert_eq!(body["error"]["kind"], "too_many");
-    // Even the right token waits: the address is throttled, not the token.
+    // Even the right token waits: the address is throttled, not the token
+    // (or a wrong guess would be told apart from a right one). The page,
+    // which needs no token, is still served.
+    let page = client
+        .get(format!("{}/v1/ui/chat", served.origin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
     let r = client
         .get(&url)
         .bearer_auth(&served.token)

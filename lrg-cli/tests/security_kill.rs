@@ -3,8 +3,12 @@
 //! `assistant_turn`) and what `lrg serve` answered `202` for is there after
 //! a resume, every time; and at random moments the kept chat always loads.
 //!
+//! A `cleared` or `compacted` a page was shown is what a restarted server
+//! has too: the history it replaced never comes back.
+//!
 //! The loop counts come from `LRG_KILLS_USER`, `LRG_KILLS_TOOL`,
-//! `LRG_KILLS_SERVE` and `LRG_KILLS_RANDOM` (defaults 30, 30, 30 and 50).
+//! `LRG_KILLS_SERVE`, `LRG_KILLS_RANDOM`, `LRG_KILLS_CLEAR` and
+//! `LRG_KILLS_COMPACT` (defaults 30, 30, 30, 50, 5 and 5).
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -376,5 +380,216 @@ async fn a_202_is_a_message_kept_across_kill_9() {
         assert_eq!(r.status(), 202, "{:?}", r.text().await);
         child.kill().unwrap(); // SIGKILL, the moment the 202 is in
         child.wait().unwrap();
+    }
+}
+
+/// A chat of `lrg serve` seen from outside: its URL, token and the origin
+/// its requests carry.
+struct Served {
+    client: reqwest::Client,
+    origin: String,
+    chat: String,
+    token: String,
+}
+
+impl Served {
+    /// Open (create or resume) the keyed chat `context_key`.
+    async fn open(origin: &str, context_key: &str) -> Self {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        let opened: Value = client
+            .post(format!("{origin}/v1/chat/sessions"))
+            .bearer_auth(AGENT_TOKEN)
+            .header("origin", origin)
+            .json(&json!({"client_key": "tester", "context_key": context_key}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let id = opened["session"].as_str().expect("a session id");
+        Self {
+            chat: format!("{origin}/v1/chat/sessions/{id}"),
+            token: opened["chat_token"].as_str().unwrap().to_string(),
+            origin: origin.to_string(),
+            client,
+        }
+    }
+
+    fn post(&self, route: &str, body: Value) -> reqwest::RequestBuilder {
+        self.client
+            .post(format!("{}{route}", self.chat))
+            .bearer_auth(&self.token)
+            .header("origin", &self.origin)
+            .json(&body)
+    }
+
+    async fn rows(&self) -> Vec<Value> {
+        let t: Value = self
+            .client
+            .get(format!("{}/transcript", self.chat))
+            .bearer_auth(&self.token)
+            .header("origin", &self.origin)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        t["rows"].as_array().unwrap().clone()
+    }
+
+    /// Its event stream from the start (the streaming client has no
+    /// overall timeout: each read is bounded instead).
+    async fn events(&self) -> Sse {
+        let response = reqwest::Client::new()
+            .get(format!("{}/events?after=0", self.chat))
+            .bearer_auth(&self.token)
+            .header("origin", &self.origin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        Sse {
+            response,
+            buffer: String::new(),
+        }
+    }
+}
+
+/// An SSE stream read event by event.
+struct Sse {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Sse {
+    /// Read events until one passes `done`, bounded by [`TIMEOUT`].
+    async fn until(&mut self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            while let Some(end) = self.buffer.find('\n') {
+                let line: String = self.buffer.drain(..=end).collect();
+                if let Some(data) = line.trim_end().strip_prefix("data: ") {
+                    let event: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+                    if done(&event) {
+                        return event;
+                    }
+                }
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .unwrap_or_else(|_| panic!("no {what} within {TIMEOUT:?}"))
+                .unwrap()
+                .unwrap_or_else(|| panic!("the stream ended before {what}"));
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+/// One round of a replace-the-history point: open the keyed chat, check
+/// what the last round left, send a message, let it finish, start `route`,
+/// and SIGKILL the server the moment `shown` is on the stream.
+async fn replace_and_kill(
+    env: &Env,
+    key: &str,
+    script: &str,
+    route: &str,
+    shown: &str,
+    check: impl Fn(&[Value]),
+    (i, n): (usize, usize),
+) {
+    env.file("s.json", script);
+    let (mut child, origin) = serve(env);
+    let chat = Served::open(&origin, key).await;
+    check(&chat.rows().await);
+    if i == n {
+        child.kill().unwrap();
+        child.wait().unwrap();
+        return;
+    }
+    let mut events = chat.events().await;
+    let r = chat
+        .post("/messages", json!({"text": format!("message {i}")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202, "{:?}", r.text().await);
+    events
+        .until("the end of the turn", |e| {
+            e["type"] == "busy" && e["busy"] == false
+        })
+        .await;
+    // Not awaited: the kill is timed by what the page is shown.
+    let request = chat.post(route, json!({}));
+    let sent = tokio::spawn(request.send());
+    events.until(shown, |e| e["type"] == shown).await;
+    child.kill().unwrap(); // SIGKILL, the moment it is shown
+    child.wait().unwrap();
+    sent.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clear_shown_is_a_clear_kept_across_kill_9() {
+    let env = Env::new();
+    lrg_providers::transport::ensure_tls_provider();
+    let n = kills("LRG_KILLS_CLEAR", 5);
+    for i in 0..=n {
+        let script = format!(r#"[{{"text":"answer {i}"}}]"#);
+        let check = |rows: &[Value]| {
+            assert!(
+                rows.is_empty(),
+                "restart {i}: `cleared` was shown, and the old conversation came back: {rows:?}"
+            );
+        };
+        replace_and_kill(
+            &env,
+            "kill:clear",
+            &script,
+            "/clear",
+            "cleared",
+            check,
+            (i, n),
+        )
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_shown_is_a_compaction_kept_across_kill_9() {
+    let env = Env::new();
+    lrg_providers::transport::ensure_tls_provider();
+    let n = kills("LRG_KILLS_COMPACT", 5);
+    for i in 0..=n {
+        let script = format!(r#"[{{"text":"answer {i}"}},{{"text":"summary {i}"}}]"#);
+        let check = |rows: &[Value]| {
+            if i == 0 {
+                assert!(rows.is_empty(), "{rows:?}");
+                return;
+            }
+            let summary = format!("summary {}", i - 1);
+            assert!(
+                rows.len() == 1
+                    && rows[0]["type"] == "user"
+                    && rows[0]["text"]
+                        .as_str()
+                        .is_some_and(|t| t.contains(&summary)),
+                "restart {i}: `compacted` was shown, and the conversation it replaced came \
+                 back: {rows:?}"
+            );
+        };
+        replace_and_kill(
+            &env,
+            "kill:compact",
+            &script,
+            "/compact",
+            "compacted",
+            check,
+            (i, n),
+        )
+        .await;
     }
 }

@@ -92,6 +92,15 @@ async fn bodies_are_read_strictly() {
             .message()
             .contains("base_url")
     );
+    // A declared length over the body limit is a 413 at once, not a 408
+    // once the client has trickled (or failed to send) 8 MiB.
+    let head = format!(
+        "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 52428800\r\n",
+        s.chat_url("/messages").trim_start_matches(&s.origin),
+        s.token
+    );
+    assert_eq!(s.raw_status(&head), 413);
     // Nothing of the refused messages reached the chat; a good one does.
     let t = s.say_hi(&s.session.clone(), &s.token.clone(), 2).await;
     assert_eq!(t["rows"].as_array().unwrap().len(), 2, "{t}");
@@ -101,7 +110,8 @@ async fn bodies_are_read_strictly() {
 fn a_weak_agent_token_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("turns.json"), SCRIPT).unwrap();
-    for weak in ["a", "short-but-not-short-enough-0123"] {
+    let repeated = "a".repeat(40);
+    for weak in ["a", "short-but-not-short-enough-0123", repeated.as_str()] {
         let child = command(
             dir.path(),
             "script:turns.json",
@@ -164,6 +174,8 @@ async fn a_foreign_host_is_refused_on_a_loopback_bind() {
         // The page, a chat with its right token, the agent route, and a
         // route that does not exist: all the one 403.
         for head in [
+            // An absolute-form target names its host too.
+            format!("GET http://{host}{chat} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}"),
             format!("GET /v1/ui/chat HTTP/1.1\r\nHost: {host}\r\n"),
             format!("GET {chat} HTTP/1.1\r\nHost: {host}\r\n{auth}"),
             format!("GET /nope HTTP/1.1\r\nHost: {host}\r\n"),

@@ -21,11 +21,13 @@ pub struct TransportConfig {
     /// Time allowed to open the connection.
     pub connect_timeout: Duration,
     /// Longest wait for an answer to begin: from sending the request to
-    /// the first chunk of its body (a model that hangs before it says
-    /// anything). `None` (the default): the same as `idle_timeout`.
+    /// its first piece (text, reasoning, a call, usage: keep-alive comments
+    /// and empty deltas do not count), for a model that hangs before it
+    /// says anything. `None` (the default): the same as `idle_timeout`.
     pub first_byte_timeout: Option<Duration>,
-    /// Longest silence allowed between two chunks of a streamed answer,
-    /// once it began. Default [`DEFAULT_IDLE_TIMEOUT`].
+    /// Longest silence allowed between two pieces of a streamed answer,
+    /// once it began; bytes that decode to nothing (keep-alive comments,
+    /// empty deltas) are silence too. Default [`DEFAULT_IDLE_TIMEOUT`].
     pub idle_timeout: Duration,
     /// Most idle keep-alive connections kept per host. A connection that
     /// finishes an answer while this many wait already is closed: each one
@@ -221,7 +223,8 @@ impl HttpTransport {
                     () = silence.expired() => {
                         yield Err(if begun {
                             ProviderError::transient(format!(
-                                "the stream went silent for {} (the idle timeout between chunks); \
+                                "the answer went silent: nothing of it for {} (the idle timeout; \
+                                 keep-alives and empty deltas do not count); \
                                  giving up on this answer", secs(idle)
                             ))
                         } else {
@@ -230,11 +233,6 @@ impl HttpTransport {
                         return;
                     }
                 };
-                if !begun {
-                    begun = true;
-                    silence.set_limit(idle);
-                }
-                silence.heard();
                 let chunk = match chunk {
                     None => None,
                     Some(Err(e)) => {
@@ -267,6 +265,18 @@ impl HttpTransport {
                     }
                     yield Err(e);
                     return;
+                }
+                // Silence is counted between pieces of the answer, not bytes:
+                // a server that only sends keep-alive comments or empty
+                // deltas is as stalled as one that sends nothing, and must
+                // not hold a turn (or a CI job) open forever.
+                if events.iter().any(is_progress) {
+                    if begun {
+                        silence.heard();
+                    } else {
+                        begun = true;
+                        silence.set_limit(idle);
+                    }
                 }
                 for event in events.drain(..) {
                     yield Ok(event);
@@ -317,6 +327,21 @@ impl HttpTransport {
 /// The stall timeout of one answer: a single timer per answer, moved only
 /// when it fires before the silence is over. A chunk just notes the time,
 /// so a fast stream costs no timer work per chunk.
+/// Whether `event` is a piece of the answer: anything but an empty text,
+/// reasoning or call-argument delta.
+fn is_progress(event: &TurnEvent) -> bool {
+    match event {
+        TurnEvent::TextDelta { text } | TurnEvent::ReasoningDelta { text } => !text.is_empty(),
+        TurnEvent::ToolCallDelta {
+            id,
+            name,
+            arguments_fragment,
+            ..
+        } => id.is_some() || name.is_some() || !arguments_fragment.is_empty(),
+        _ => true,
+    }
+}
+
 struct Silence {
     idle: Duration,
     last: tokio::time::Instant,

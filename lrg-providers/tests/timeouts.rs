@@ -95,3 +95,58 @@ async fn a_model_that_stalls_mid_answer_hits_the_idle_timeout() {
     assert!(said.contains("0.4 s"), "{said}");
     assert!(started.elapsed() < Duration::from_secs(8));
 }
+
+/// A server that answers 200 and then sends `keep_alive` every 100 ms,
+/// after `first` (which may be empty), and never anything else.
+async fn trickling_server(first: String, keep_alive: &'static str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let first = first.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65_536];
+                let _ = socket.read(&mut buf).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                            connection: close\r\n\r\n";
+                let _ = socket.write_all(head.as_bytes()).await;
+                let _ = socket.write_all(first.as_bytes()).await;
+                for _ in 0..600 {
+                    if socket.write_all(keep_alive.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let _ = socket.flush().await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn keep_alive_comments_do_not_count_as_an_answer_beginning() {
+    // Bytes every 100 ms, none of them a piece of an answer: before the
+    // fix each one restarted the timer and the turn never ended.
+    let base = trickling_server(String::new(), ": ping\n\n").await;
+    let transport = TransportConfig::new(Duration::from_secs(2), Duration::from_millis(400));
+    let all = events(&model(&base, transport), ask()).await;
+    let err = all.last().cloned().unwrap().unwrap_err();
+    assert!(err.to_string().contains("first-byte timeout"), "{err}");
+}
+
+#[tokio::test]
+async fn empty_deltas_mid_answer_are_silence() {
+    let base = trickling_server(
+        chunk("Hel"),
+        "data: {\"choices\":[{\"index\":0,\"delta\":{}}]}\n\n",
+    )
+    .await;
+    let transport = TransportConfig::new(Duration::from_secs(2), Duration::from_millis(400))
+        .with_first_byte_timeout(Duration::from_secs(30));
+    let all = events(&model(&base, transport), ask()).await;
+    assert_eq!(all[0], Ok(TurnEvent::TextDelta { text: "Hel".into() }));
+    let err = all.last().cloned().unwrap().unwrap_err();
+    assert!(err.to_string().contains("idle timeout"), "{err}");
+}

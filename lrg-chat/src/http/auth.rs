@@ -70,11 +70,13 @@ fn is_port(port: &str) -> bool {
 /// Whether a request comes to a loopback name (see [`is_loopback_host`]).
 /// A request without a `Host` (HTTP/1.0 from a script) passes: browsers,
 /// which DNS rebinding works through, always send one.
+/// An absolute-form target (`GET http://name/…`) names its host too, and
+/// hyper routes by it: both must be loopback names.
 pub(crate) fn host_allowed(headers: &HeaderMap, uri: &axum::http::Uri) -> bool {
-    match headers.get(header::HOST) {
-        Some(host) => host.to_str().is_ok_and(is_loopback_host),
-        None => uri.authority().is_none_or(|a| is_loopback_host(a.as_str())),
-    }
+    let header_ok = headers
+        .get(header::HOST)
+        .is_none_or(|host| host.to_str().is_ok_and(is_loopback_host));
+    header_ok && uri.authority().is_none_or(|a| is_loopback_host(a.as_str()))
 }
 
 /// Whether the request's `Origin` (if any) is one of `allowed`. A request

@@ -16,6 +16,15 @@ pub(crate) async fn read_json<T: DeserializeOwned>(
     limit: usize,
     body: Body,
 ) -> Result<T, ApiError> {
+    use axum::body::HttpBody as _;
+    // A declared length over the limit is refused before a byte is read,
+    // rather than after the client sent (or trickled) the limit's worth.
+    let declared = body.size_hint().lower();
+    if usize::try_from(declared).map_or(true, |n| n > limit) {
+        return Err(ApiError::too_large(format!(
+            "the request body is over {limit} bytes"
+        )));
+    }
     let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
         if is_length_limit(&e) {
             ApiError::too_large(format!("the request body is over {limit} bytes"))

@@ -46,20 +46,26 @@
 //! | route | token | what |
 //! | --- | --- | --- |
 //! | `POST /v1/chat/sessions` | agent | `{model?, mcpServers?, permissions?, system?, local_only?, client_key?, context_key?}` → `201 {session, chat_token, page_url, opened}` (`200` when the keys name a live chat) |
-//! | `POST /v1/chat/sessions/{id}/messages` | chat | `{text, images?: [{mime, data}]}` → 202; 409 while busy |
+//! | `POST /v1/chat/sessions/{id}/messages` | chat | `{text, images?: [{mime, data}]}` → `202 {last_seq, saved?}` once the message is kept (see below); 409 while busy |
 //! | `POST /v1/chat/sessions/{id}/stop` | chat | stop the running message |
-//! | `POST /v1/chat/sessions/{id}/retry` | chat | answer the last message again → 202 |
-//! | `POST /v1/chat/sessions/{id}/clear` | chat | empty the conversation |
-//! | `POST /v1/chat/sessions/{id}/compact` | chat | summarize the conversation → 202 |
+//! | `POST /v1/chat/sessions/{id}/retry` | chat | answer the last message again → `202 {last_seq, saved?}` once the rewind is kept |
+//! | `POST /v1/chat/sessions/{id}/clear` | chat | empty the conversation → `200 {last_seq, saved?}` once the emptied chat is kept and `cleared` published |
+//! | `POST /v1/chat/sessions/{id}/compact` | chat | summarize the conversation → `202 {last_seq, saved?}`; `compacted` follows once the summary is kept |
 //! | `POST /v1/chat/sessions/{id}/approvals/{call_id}` | chat | `{answer: "once"\|"chat"\|"always"\|"deny", note?}` |
 //! | `GET`, `PUT /v1/chat/sessions/{id}/permissions` | chat | `{mode, rules, bulk_limit, saved, local_only, tools}`; PUT `{mode?, rules?, bulk_limit?, local_only?}` |
 //! | `GET /v1/chat/sessions/{id}/models` | chat | `{current, groups: [{provider, models}]}` |
 //! | `POST /v1/chat/sessions/{id}/model` | chat | `{model, confirm}`, `model` an available id of `…/models` (else 400) → `201 {session, chat_token, page_url}` of the new chat; 409 busy or unconfirmed |
 //! | `GET /v1/chat/sessions/{id}/events?after=N` | chat | SSE: one JSON event per `data:` line, `id:` is the seq |
-//! | `GET /v1/chat/sessions/{id}/transcript` | chat | the conversation as rendered ([`crate::transcript::Transcript`]) |
+//! | `GET /v1/chat/sessions/{id}/transcript` | chat | the conversation as rendered ([`crate::transcript::Transcript`]); headers `lrg-last-seq` (follow the events from there after a `resync`) and `lrg-first-kept-seq` (the oldest event the log keeps) |
 //! | `GET /v1/chat/sessions/{id}/images/{call_id}/{n}` | chat | image `n` (from 0) a tool returned |
 //! | `DELETE /v1/chat/sessions/{id}` | chat | end the chat and delete its stored copy |
 //! | `GET /v1/ui/chat` | none (the `Host` rule holds) | the page |
+//!
+//! An acknowledgement (`202`, a clear's `200`) is given only once what it
+//! acknowledges is durable in the store (appended and `sync_data`'d), so a
+//! crash right after it loses nothing. When the store failed instead, the
+//! chat goes on in memory only: the answer then carries `"saved": false`
+//! (absent otherwise), and a `warning` event said why.
 //!
 //! Errors are `{"error": {"kind", "message"}}` ([`ErrorKind`]): 400 naming
 //! the field, 403, 404, 409 busy, 413 too large, 429 too many.
@@ -192,12 +198,14 @@ impl std::fmt::Debug for HttpConfig {
     }
 }
 
-/// An agent token too short to be one (see [`HttpConfig::try_new`]).
+/// An agent token too short or too repetitive to be one (see
+/// [`HttpConfig::try_new`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "the token has {chars} characters; a token needs at least {min}: make one with \
-     `openssl rand -hex 16`",
-    min = MIN_TOKEN_CHARS
+    "the token has {chars} characters; a token needs at least {min}, of at least {distinct} \
+     different ones: make one with `openssl rand -hex 16`",
+    min = MIN_TOKEN_CHARS,
+    distinct = MIN_DISTINCT_TOKEN_CHARS
 )]
 #[non_exhaustive]
 pub struct WeakToken {
@@ -212,14 +220,24 @@ pub const MIN_TOKEN_CHARS: usize = auth::MIN_TOKEN_CHARS;
 /// Whether `token` is long enough to be an agent token (a secret of this
 /// kind: [`MIN_TOKEN_CHARS`] characters or more). Says nothing of the
 /// token's content, so the error may be shown.
+///
+/// A token of one character repeated, or of a few (`aaaa…`, `abab…`), is
+/// refused too: fewer than [`MIN_DISTINCT_TOKEN_CHARS`] different characters
+/// is no random secret (32 random hex digits have about 14).
 pub fn check_token(token: &str) -> Result<(), WeakToken> {
     let chars = token.chars().count();
-    if chars < MIN_TOKEN_CHARS {
+    let mut seen: Vec<char> = token.chars().collect();
+    seen.sort_unstable();
+    seen.dedup();
+    if chars < MIN_TOKEN_CHARS || seen.len() < MIN_DISTINCT_TOKEN_CHARS {
         Err(WeakToken { chars })
     } else {
         Ok(())
     }
 }
+
+/// The fewest different characters an agent token may have.
+pub const MIN_DISTINCT_TOKEN_CHARS: usize = 8;
 
 impl HttpConfig {
     /// A server whose chats are opened with `agent_token`, which is taken

@@ -34,6 +34,10 @@ pub(crate) enum Reach {
     CommandOrPath,
 }
 
+/// The longest model id a request may name (provider, model name and, with
+/// `--allow-model-specs`, a path or command line).
+const MAX_MODEL_ID_BYTES: usize = 4096;
+
 /// The prefix of an ACP agent's command line, lrg's own (not in the
 /// provider table, which knows only models).
 const ACP_PREFIX: &str = "acp:";
@@ -104,6 +108,17 @@ impl AppState {
         let Some(id) = model.map(str::trim) else {
             return Ok(());
         };
+        if id.len() > MAX_MODEL_ID_BYTES {
+            // Not resolved, and not echoed: errors that quote an id would
+            // answer a megabyte with two.
+            return Err(ApiError::bad_request(
+                "model",
+                format!(
+                    "is {} bytes; a model id has at most {MAX_MODEL_ID_BYTES}",
+                    id.len()
+                ),
+            ));
+        }
         let default = self.config.defaults.model.as_deref().map(str::trim);
         if reach(id) == Reach::Api
             || self.config.allow_model_specs

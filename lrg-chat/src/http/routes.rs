@@ -51,12 +51,16 @@ fn session_error(e: SessionError) -> ApiError {
     }
 }
 
-fn accepted(chat: &LiveChat) -> Response {
-    (
-        StatusCode::ACCEPTED,
-        Json(json!({"last_seq": chat.session.events().last_seq()})),
-    )
-        .into_response()
+/// The `202` for work a chat took on. `saved: false` is added when the
+/// store failed to keep it (the chat goes on in memory only, and a
+/// `warning` event said why): the caller was acknowledged, but a crash
+/// would lose it.
+fn accepted(chat: &LiveChat, saved: bool) -> Response {
+    let mut body = json!({"last_seq": chat.session.events().last_seq()});
+    if !saved {
+        body["saved"] = json!(false);
+    }
+    (StatusCode::ACCEPTED, Json(body)).into_response()
 }
 
 // ---- open and end ---------------------------------------------------------
@@ -153,8 +157,8 @@ pub(crate) async fn message(
     let mut handle = chat.session.send(input).map_err(session_error)?;
     // The 202 waits until the message is kept: what was acknowledged
     // survives a crash (a failed store says so in a `warning` event).
-    handle.accepted().await;
-    Ok(accepted(&chat))
+    let saved = handle.accepted().await;
+    Ok(accepted(&chat, saved))
 }
 
 /// The message a body carries, with at most `limit` characters of text.
@@ -197,18 +201,25 @@ pub(crate) async fn stop(AuthedChat(chat): AuthedChat) -> Result<Response, ApiEr
 
 pub(crate) async fn retry(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
     let mut handle = chat.session.retry_last().map_err(session_error)?;
-    handle.accepted().await;
-    Ok(accepted(&chat))
+    let saved = handle.accepted().await;
+    Ok(accepted(&chat, saved))
 }
 
 pub(crate) async fn clear(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
-    chat.session.clear().map_err(session_error)?;
-    Ok(Json(json!({"last_seq": chat.session.events().last_seq()})).into_response())
+    // Answered once the clear is kept and `cleared` published: a clear
+    // acknowledged is not undone by a crash.
+    let saved = chat.session.clear_kept().await.map_err(session_error)?;
+    let mut body = json!({"last_seq": chat.session.events().last_seq()});
+    if !saved {
+        body["saved"] = json!(false);
+    }
+    Ok(Json(body).into_response())
 }
 
 pub(crate) async fn compact(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
-    chat.session.compact().map_err(session_error)?;
-    Ok(accepted(&chat))
+    let mut handle = chat.session.compact().map_err(session_error)?;
+    let saved = handle.accepted().await;
+    Ok(accepted(&chat, saved))
 }
 
 // ---- approvals ------------------------------------------------------------
@@ -443,16 +454,34 @@ pub(crate) async fn events(
     sse::stream(&state, &chat, after)
 }
 
+/// `GET …/transcript`'s header: the `seq` of the last event the rows are
+/// known to include; follow the events with `after=` it.
+const LAST_SEQ_HEADER: &str = "lrg-last-seq";
+/// `GET …/transcript`'s header: the `seq` of the oldest event the chat's
+/// log still keeps; a viewer that saw up to at least this minus one catches
+/// up from the events alone.
+const FIRST_KEPT_SEQ_HEADER: &str = "lrg-first-kept-seq";
+
 pub(crate) async fn transcript(
     State(state): St,
     AuthedChat(chat): AuthedChat,
 ) -> Result<Response, ApiError> {
+    // Where a viewer that rebuilds from these rows (after a `resync`)
+    // follows the events from, in headers so the rows stay the same for
+    // the same conversation. Read first: a change whose event comes later
+    // may then show in both the rows and the events, but never in neither.
+    let last_seq = chat.session.events().last_seq();
+    let first_kept_seq = chat.session.events().first_kept_seq();
     let transcript = state
         .registry
         .transcript(&chat.id)
         .await
         .map_err(|_| ApiError::forbidden())?;
-    Ok(Json(transcript).into_response())
+    let mut response = Json(transcript).into_response();
+    let h = response.headers_mut();
+    h.insert(LAST_SEQ_HEADER, HeaderValue::from(last_seq));
+    h.insert(FIRST_KEPT_SEQ_HEADER, HeaderValue::from(first_kept_seq));
+    Ok(response)
 }
 
 pub(crate) async fn image(

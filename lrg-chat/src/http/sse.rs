@@ -5,7 +5,11 @@
 //! `Last-Event-ID` header) and rebuilds exactly the same log. Deltas are live
 //! only and have no id. A subscriber more than [`crate::events::LAG_LIMIT`]
 //! events behind gets `resync` and the stream ends; publishing never waits
-//! for a subscriber, so a slow one never stalls the chat.
+//! for a subscriber, so a slow one never stalls the chat. A client asking
+//! for events the log no longer keeps (it keeps the newest only: see
+//! [`crate::events`]) gets `resync` at once, as the stream's only event; it
+//! rebuilds from `GET …/transcript` and follows from that response's
+//! `lrg-last-seq` header.
 
 use std::convert::Infallible;
 use std::fmt::Write as _;

@@ -47,13 +47,20 @@ pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> 
         });
         return TurnOutcome::Failed { error };
     }
-    let mut state = shared.lock();
+    {
+        let mut state = shared.lock();
+        state.history = vec![Message::user(format!("{SUMMARY_PREFIX}{summary}"))].into();
+        state.generation += 1;
+        state.user_seqs.clear();
+    }
+    // Kept before it is shown: a `compacted` a viewer saw is what a resume
+    // has, not the conversation it replaced (a failed store said so in a
+    // `warning`, published first).
+    super::persist::save(shared).await;
     let seq = shared.publish(Event::Compacted {
         summary: summary.clone(),
     });
-    state.history = vec![Message::user(format!("{SUMMARY_PREFIX}{summary}"))].into();
-    state.generation += 1;
-    state.user_seqs = vec![(0, seq)];
+    shared.lock().user_seqs = vec![(0, seq)];
     TurnOutcome::Completed { text: summary }
 }
 

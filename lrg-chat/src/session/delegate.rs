@@ -7,6 +7,7 @@ use std::sync::Arc;
 use lrg_providers::{Message, Part, Role, ToolCall, ToolResult};
 use serde_json::json;
 
+use super::persist::Announce;
 use super::{ChatSession, Shared, State, TurnOutcome, Work};
 use crate::events::Event;
 use crate::store::{SessionId, SessionStore};
@@ -159,7 +160,7 @@ pub(crate) fn deliver(shared: &Arc<Shared>) {
     let Some(done) = manager.next_pending() else {
         return;
     };
-    enter(shared, &mut state, done);
+    enter(&mut state, done);
     // Not awaited: the outcome is in the events, and the next result is
     // delivered when this turn ends.
     let parent = ChatSession {
@@ -169,8 +170,9 @@ pub(crate) fn deliver(shared: &Arc<Shared>) {
 }
 
 /// After the parent's work ends: a stop lets waiting answers into the
-/// history without a turn (the person asked for quiet); otherwise the next
-/// one comes in with a turn of its own.
+/// history without a turn (the person asked for quiet; the caller's save
+/// then announces them); otherwise the next one comes in with a turn of its
+/// own.
 pub(super) fn after_work(shared: &Arc<Shared>, outcome: &TurnOutcome) {
     let Some(manager) = &shared.sub_agents else {
         return;
@@ -184,13 +186,15 @@ pub(super) fn after_work(shared: &Arc<Shared>, outcome: &TurnOutcome) {
         return;
     }
     while let Some(done) = manager.next_pending() {
-        enter(shared, &mut state, done);
+        enter(&mut state, done);
     }
 }
 
 /// Append `done` as a `sub_agent_result` call and its result — never a bare
-/// message, which some APIs refuse and others misread — and show both.
-fn enter(shared: &Shared, state: &mut State, done: Finished) {
+/// message, which some APIs refuse and others misread — and queue the
+/// events that show both, for the save that keeps them to publish (a
+/// result a viewer saw comes back after a crash).
+fn enter(state: &mut State, done: Finished) {
     let call = ToolCall {
         // Unique in the history (the numbers are), and of the characters
         // every API accepts in a call id.
@@ -198,20 +202,22 @@ fn enter(shared: &Shared, state: &mut State, done: Finished) {
         name: SUB_AGENT_RESULT.into(),
         arguments: json!({"sub_session_id": done.id, "description": done.description}),
     };
-    shared.publish(Event::ToolCall {
-        call_id: call.id.clone(),
-        tool: call.name.clone(),
-        title: None,
-        class: ToolClass::Read,
-        arguments: call.arguments.clone(),
-        targets: None,
-    });
-    shared.publish(Event::ToolDone {
-        call_id: call.id.clone(),
-        ok: done.ok,
-        text: done.text.clone(),
-        images: Vec::new(),
-    });
+    state.announce.push(Announce::Events(vec![
+        Event::ToolCall {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            title: None,
+            class: ToolClass::Read,
+            arguments: call.arguments.clone(),
+            targets: None,
+        },
+        Event::ToolDone {
+            call_id: call.id.clone(),
+            ok: done.ok,
+            text: done.text.clone(),
+            images: Vec::new(),
+        },
+    ]));
     state.history.push(Message {
         role: Role::Assistant,
         parts: vec![Part::ToolCall(call.clone())],

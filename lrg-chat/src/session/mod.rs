@@ -80,6 +80,15 @@ pub struct SessionConfig {
     /// nothing of it is kept (as with a stop). Default
     /// [`DEFAULT_MAX_ANSWER_BYTES`] (4 MiB).
     pub max_answer_bytes: usize,
+    /// The most numbered events the session's [`EventLog`] keeps for
+    /// viewers that reconnect; older ones are forgotten, and a viewer that
+    /// asks for them is told to `resync` (it rebuilds from the transcript).
+    /// Default [`crate::events::DEFAULT_MAX_KEPT_EVENTS`] (4,096).
+    pub max_kept_events: usize,
+    /// The most payload bytes the session's [`EventLog`] keeps
+    /// ([`EventLog::retained_bytes`]), with the same effect. Default
+    /// [`crate::events::DEFAULT_MAX_KEPT_EVENT_BYTES`] (32 MiB).
+    pub max_kept_event_bytes: usize,
 }
 
 /// Default for [`SessionConfig::max_answer_bytes`]: 4 MiB.
@@ -93,6 +102,8 @@ impl Default for SessionConfig {
             context: ContextPolicy::default(),
             generation: GenerationSettings::default(),
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            max_kept_events: crate::events::DEFAULT_MAX_KEPT_EVENTS,
+            max_kept_event_bytes: crate::events::DEFAULT_MAX_KEPT_EVENT_BYTES,
         }
     }
 }
@@ -366,6 +377,10 @@ impl ChatSessionBuilder {
             .as_ref()
             .map_or_else(SessionId::random, |(_, id)| id.clone());
         let limits = self.sub_agents;
+        let events = EventLog::with_limits(
+            self.config.max_kept_events,
+            self.config.max_kept_event_bytes,
+        );
         let session = ChatSession {
             shared: Arc::new_cyclic(|weak| Shared {
                 sub_agents: limits
@@ -376,7 +391,7 @@ impl ChatSessionBuilder {
                 permissions: self.permissions.unwrap_or_default(),
                 system_prompt: self.system_prompt,
                 target_counter: self.target_counter,
-                events: EventLog::new(),
+                events,
                 state: Mutex::new(State {
                     generation_settings,
                     ..State::default()
@@ -439,9 +454,10 @@ struct State {
     estimates: crate::context::Estimates,
     /// The session's generation settings (see [`ChatSession::set_generation`]).
     generation_settings: GenerationSettings,
-    /// What the work about to start announces once its first save is
-    /// durable (a user message, a rewind): never before.
-    announce: Option<persist::Announce>,
+    /// What waits to be announced until a save has made it durable (a
+    /// user message, a rewind, a clear, a sub-agent's answer), in order:
+    /// never before.
+    announce: Vec<persist::Announce>,
 }
 
 impl Shared {
@@ -546,8 +562,9 @@ impl ChatSession {
             return Err(SessionError::Busy);
         }
         // Announced by the work once it is kept (see `announce`).
-        state.announce = Some(persist::Announce::User {
-            index: state.history.len(),
+        let index = state.history.len();
+        state.announce.push(persist::Announce::User {
+            index,
             text: input.text.clone(),
             images: input.images.len(),
         });
@@ -568,7 +585,9 @@ impl ChatSession {
         let &(index, seq) = state.user_seqs.last().ok_or(SessionError::NothingToRetry)?;
         state.history.make_mut().truncate(index + 1);
         state.generation += 1;
-        state.announce = Some(persist::Announce::Rewound { to_seq: seq });
+        state
+            .announce
+            .push(persist::Announce::Rewound { to_seq: seq });
         Ok(self.start(
             &runtime,
             state,
@@ -593,7 +612,29 @@ impl ChatSession {
     /// Empty the conversation. A cleared chat is a new chat: tools allowed
     /// "for this chat" ask again (rules saved with "always" stay), and its
     /// sub-agents are stopped, forgotten and deleted from the store.
+    ///
+    /// The `cleared` event follows once the emptied history is durable (a
+    /// viewer never sees a clear a crash could undo); await
+    /// [`clear_kept`](Self::clear_kept) to know when.
     pub fn clear(&self) -> Result<(), SessionError> {
+        self.clear_task().map(drop)
+    }
+
+    /// [`clear`](Self::clear), and wait until the emptied history is durable
+    /// and `cleared` published — what to await before acknowledging a clear
+    /// to anyone. Returns whether it is kept: `false` when the store failed
+    /// (a `warning` event said so); `true` without a store. Giving up the
+    /// wait does not give up the clear.
+    pub async fn clear_kept(&self) -> Result<bool, SessionError> {
+        match self.clear_task()? {
+            Some(task) => Ok(task.await.unwrap_or(false)),
+            None => Ok(true),
+        }
+    }
+
+    /// Clear, and the task that keeps the clear and then announces it
+    /// (`None`: announced already, there being nothing to wait for).
+    fn clear_task(&self) -> Result<Option<tokio::task::JoinHandle<bool>>, SessionError> {
         let mut state = self.shared.lock();
         if state.running.is_some() {
             return Err(SessionError::Busy);
@@ -602,7 +643,7 @@ impl ChatSession {
         state.user_seqs.clear();
         state.generation += 1;
         state.chat_allowed.clear();
-        self.shared.publish(Event::Cleared);
+        state.announce.push(persist::Announce::Cleared);
         drop(state);
         if let Some(manager) = &self.shared.sub_agents {
             manager.clear();
@@ -619,13 +660,22 @@ impl ChatSession {
             }
         }
         // Wiped in the store now, not at the next message.
+        Ok(self.keep_and_announce())
+    }
+
+    /// Save what changed and then announce it, in a task: its handle, or
+    /// `None` when announced at once, there being no store (or no runtime)
+    /// to wait for. A message's first save announces it too, should that
+    /// come first.
+    fn keep_and_announce(&self) -> Option<tokio::task::JoinHandle<bool>> {
         if self.shared.persister.is_some()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             let shared = self.shared.clone();
-            runtime.spawn(async move { persist::save(&shared).await });
+            return Some(runtime.spawn(async move { persist::save_and_announce(&shared).await }));
         }
-        Ok(())
+        persist::publish_pending(&self.shared, &mut self.shared.lock());
+        None
     }
 
     fn start(
@@ -690,7 +740,8 @@ impl ChatSession {
             };
             finish(&shared, &outcome, note_stop);
             delegate::after_work(&shared, &outcome);
-            persist::save(&shared).await;
+            // Shows the sub-agent answers `after_work` let in, once kept.
+            persist::save_and_announce(&shared).await;
             outcome
         }));
         TurnHandle {
@@ -783,9 +834,10 @@ impl ChatSession {
     }
 
     /// Write to the store what it lacks now (done after every step anyway;
-    /// call it to be sure a clear has reached the store).
+    /// call it to be sure a clear has reached the store), then publish the
+    /// events that waited for it.
     pub async fn save(&self) {
-        persist::save(&self.shared).await;
+        persist::save_and_announce(&self.shared).await;
     }
 
     /// Tokens used so far, over every model turn.

@@ -4,8 +4,11 @@
 //!
 //! What a viewer saw, a resume has: every numbered event that reports a
 //! change to the history (`user_message`, `assistant_turn`, `tool_done`,
-//! `tool_skipped`, `rewound`) is published only after the change is
-//! durable (appended and `sync_data`'d). A tool's result is kept the moment
+//! `tool_skipped`, `rewound`, `cleared`, `compacted`, and a sub-agent's
+//! answer as its `tool_call` + `tool_done`) is published only after the
+//! change is durable (appended and `sync_data`'d, or rewritten). Changes
+//! made outside a model turn wait in [`Announce`], in order, for the save
+//! that covers them. A tool's result is kept the moment
 //! the call ends ([`save_result`]), ahead of the step's one results
 //! message, which then writes only what was not kept yet.
 //!
@@ -208,6 +211,8 @@ fn without_ahead(rows: &[Message], ahead: &[String]) -> Vec<Message> {
 }
 
 /// A change to the history whose event waits for the change to be kept.
+/// Queued in [`State::announce`] in the order the changes were made, and
+/// published, in that order, by whichever save first covers them.
 pub(super) enum Announce {
     /// The user message at `index` of the history.
     User {
@@ -217,6 +222,11 @@ pub(super) enum Announce {
     },
     /// A retry cut the history back to the user message of event `to_seq`.
     Rewound { to_seq: u64 },
+    /// The history was emptied ([`ChatSession::clear`](super::ChatSession::clear)).
+    Cleared,
+    /// Rows entered outside a model turn (a sub-agent's answer, as a call
+    /// and its result): the events that show them.
+    Events(Vec<Event>),
 }
 
 /// Publish what the starting work announces, then `busy`: called once its
@@ -224,24 +234,47 @@ pub(super) enum Announce {
 /// given) for a message a crash could still lose.
 pub(super) fn announce(shared: &Shared, autonomous: bool) {
     let mut state = shared.lock();
-    match state.announce.take() {
-        Some(Announce::User {
-            index,
-            text,
-            images,
-        }) => {
-            let seq = shared.publish(Event::UserMessage { text, images });
-            state.user_seqs.push((index, seq));
-        }
-        Some(Announce::Rewound { to_seq }) => {
-            shared.publish(Event::Rewound { to_seq });
-        }
-        None => {}
-    }
+    publish_pending(shared, &mut state);
     shared.publish(Event::Busy {
         busy: true,
         autonomous,
     });
+}
+
+/// Publish every change queued for announcement: call only once a save
+/// that covers them returned (or when there is no store to wait for).
+pub(super) fn publish_pending(shared: &Shared, state: &mut State) {
+    for pending in std::mem::take(&mut state.announce) {
+        match pending {
+            Announce::User {
+                index,
+                text,
+                images,
+            } => {
+                let seq = shared.publish(Event::UserMessage { text, images });
+                state.user_seqs.push((index, seq));
+            }
+            Announce::Rewound { to_seq } => {
+                shared.publish(Event::Rewound { to_seq });
+            }
+            Announce::Cleared => {
+                shared.publish(Event::Cleared);
+            }
+            Announce::Events(events) => {
+                for event in events {
+                    shared.publish(event);
+                }
+            }
+        }
+    }
+}
+
+/// Save, then publish what waited for it ([`publish_pending`]). Returns
+/// whether the history is durable (see [`save`]).
+pub(super) async fn save_and_announce(shared: &Shared) -> bool {
+    let kept = save(shared).await;
+    publish_pending(shared, &mut shared.lock());
+    kept
 }
 
 /// Seed a new session's state from a stored one and tell viewers its

@@ -9,7 +9,6 @@ use futures::future::BoxFuture;
 use lrg_providers::{ChatModel, ModelInfo, ModelLocation, ProviderError};
 
 use super::{ChatSession, SessionError};
-use crate::events::Event;
 use crate::model_source::ModelSource;
 
 /// What switching to a model would mean, for the app to ask the person.
@@ -90,7 +89,10 @@ impl ChatSession {
         state.user_seqs.clear();
         state.chat_allowed.clear();
         *source.0.write().unwrap_or_else(|p| p.into_inner()) = model;
-        self.shared.publish(Event::Cleared);
+        // `cleared` once the emptied history is kept, as for a clear.
+        state.announce.push(super::persist::Announce::Cleared);
+        drop(state);
+        drop(self.keep_and_announce());
         Ok(())
     }
 }

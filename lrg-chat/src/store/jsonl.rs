@@ -35,6 +35,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use super::jsonl_format::{
     LockNote, header_line, parse, parse_header, row_lines, salvage, step_lines, summarize,
 };
+use super::jsonl_index::KeyIndex;
 use super::{
     DamagedSession, ListFilter, SessionId, SessionKeys, SessionMeta, SessionState, SessionStore,
     SessionSummary, StoreError, StoredSession, relock, trim_start,
@@ -49,6 +50,9 @@ pub struct JsonlStore {
     dir: PathBuf,
     /// Sessions this store writes, by id.
     open: Mutex<HashMap<SessionId, Arc<AsyncMutex<Writer>>>>,
+    /// Which file holds which keys, for keyed lookups (see
+    /// [`KeyIndex`] on what may be stale and why that is safe).
+    index: Arc<Mutex<KeyIndex>>,
 }
 
 #[derive(Debug)]
@@ -75,6 +79,7 @@ impl JsonlStore {
         Self {
             dir: dir.into(),
             open: Mutex::default(),
+            index: Arc::default(),
         }
     }
 
@@ -194,7 +199,7 @@ impl JsonlStore {
 
 /// What can be told of the damaged file `path`: its id and keys from what
 /// is left of its header, else from its lock file's note.
-fn damage_of(path: &Path, bytes: &[u8], error: StoreError) -> DamagedSession {
+pub(super) fn damage_of(path: &Path, bytes: &[u8], error: StoreError) -> DamagedSession {
     let (mut id, mut keys) = salvage(bytes);
     let stem = path
         .file_stem()
@@ -345,17 +350,34 @@ impl SessionStore for JsonlStore {
                 if path.exists() {
                     return Err(StoreError::Exists(id));
                 }
-                // The note first: from here on, whatever becomes of the
-                // session file, its keys are known.
-                write_note(&lock, &lock_path, &note)?;
                 // The header goes in whole (temp + rename): a session file
                 // never exists empty or half-headed by lrg's doing, so a
                 // file that is must be damage.
                 let tmp = path.with_extension("jsonl.tmp");
-                let mut file = File::create(&tmp).map_err(io(&tmp))?;
-                file.write_all(&header).map_err(io(&tmp))?;
-                file.sync_data().map_err(io(&tmp))?;
-                drop(file);
+                let write_header = || {
+                    let mut file = File::create(&tmp).map_err(io(&tmp))?;
+                    file.write_all(&header).map_err(io(&tmp))?;
+                    file.sync_data().map_err(io(&tmp))
+                };
+                // The note is durable before the session file exists: from
+                // then on, whatever becomes of that file, its keys are
+                // known. Its write and the header's run side by side, so
+                // their two syncs cost one wait, not two (a file system
+                // commits concurrent syncs together).
+                let (noted, written) = std::thread::scope(|scope| {
+                    let noting = scope.spawn(|| write_note(&lock, &lock_path, &note));
+                    let written = write_header();
+                    let noted = noting.join().unwrap_or_else(|_| {
+                        Err(StoreError::Database(
+                            "the lock note's writer panicked".into(),
+                        ))
+                    });
+                    (noted, written)
+                });
+                if let Err(e) = noted.and(written) {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(e);
+                }
                 std::fs::rename(&tmp, &path).map_err(io(&path))?;
                 sync_dir(&dir);
                 let file = OpenOptions::new()
@@ -503,13 +525,13 @@ impl SessionStore for JsonlStore {
         keys: &'a SessionKeys,
     ) -> BoxFuture<'a, Result<Option<SessionSummary>, StoreError>> {
         Box::pin(async move {
-            // One pass over the directory for both.
-            let (good, damaged) = self.scan().await?;
-            if let Some(d) = damaged.into_iter().find(|d| d.keys.as_ref() == Some(keys)) {
-                return Err(d.error);
-            }
-            let filter = ListFilter::keys(keys);
-            Ok(good.into_iter().find(|s| filter.matches(&s.meta)))
+            // The directory is listed, but only the files not seen before
+            // and those under these keys are read: a keyed open costs the
+            // same with 10 sessions as with 10,000.
+            let index = self.index.clone();
+            let dir = self.dir.clone();
+            let keys = keys.clone();
+            blocking(move || relock(&index).find(&dir, &keys)).await
         })
     }
 

@@ -21,6 +21,7 @@
 
 mod jsonl;
 mod jsonl_format;
+mod jsonl_index;
 mod keys;
 #[cfg(feature = "postgres")]
 mod postgres;

@@ -101,8 +101,13 @@ async fn work(parent: &Shared, id: &str, sub: &ChatSession, prompt: String) -> T
                     last_seq = entry.seq.unwrap_or(last_seq);
                     relay.pass(parent, &entry.event);
                 }
-                // Fell behind (a resync): pick up from the log.
-                None => events = sub.subscribe(last_seq),
+                // Fell behind (a resync): pick up from the log, from its
+                // oldest kept event if it has forgotten the ones after
+                // `last_seq` (asking for those would resync at once, forever).
+                None => {
+                    last_seq = last_seq.max(sub.events().first_kept_seq() - 1);
+                    events = sub.subscribe(last_seq);
+                }
             },
         }
     };

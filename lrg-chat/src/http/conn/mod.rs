@@ -245,11 +245,16 @@ pub(crate) struct Shared {
 ///   connections wait in the listen queue (backpressure). Running out of
 ///   file descriptors in `accept` closes the longest-idle connection and
 ///   retries shortly, instead of spinning or failing.
-/// - **Refused requests** are throttled per address: each 403 costs a token
-///   from a bucket of [`ServeOptions::forbidden_burst`] (20) refilled one
-///   per [`ServeOptions::forbidden_refill`] (1 s); with none left, the
-///   address gets 429 with `Retry-After` before its requests reach the
-///   router. The 403 itself is unchanged, byte for byte. The address is
+/// - **Refused token guesses** are throttled per address: each 403 to a
+///   request carrying `Authorization` costs a token from a bucket of
+///   [`ServeOptions::forbidden_burst`] (20) refilled one per
+///   [`ServeOptions::forbidden_refill`] (1 s); with none left, the
+///   address's requests carrying `Authorization` get 429 with `Retry-After`
+///   before they reach the router. Requests without one (the page, a
+///   browser's cross-site requests, which cannot carry it without a CORS
+///   preflight lrg never grants) are neither counted nor held back, so no
+///   web page can lock a person out of their own chats. The 403 itself is
+///   unchanged, byte for byte. The address is
 ///   the TCP peer's: behind a reverse proxy every client shares the proxy's,
 ///   so set `forbidden_burst` to 0 there and throttle in the proxy.
 ///

@@ -64,7 +64,14 @@ async fn answer(
 ) -> Response<Body> {
     let options = &shared.options;
     let ip = peer.ip();
-    if let Some(wait) = shared.throttle.blocked(ip, Instant::now()) {
+    // Only a request that carries a token can be a guess at one, and only
+    // such requests are counted and held back. A browser never attaches
+    // `Authorization` to another site's request without a CORS preflight,
+    // which lrg never grants: so a page of any site, on the same machine
+    // (one address for all on loopback), can neither spend an address's
+    // 403s nor lock its person out of the page or their chats.
+    let guess = request.headers().contains_key(header::AUTHORIZATION);
+    if guess && let Some(wait) = shared.throttle.blocked(ip, Instant::now()) {
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         let mut response = ApiError::too_many(format!(
             "too many refused requests from this address: try again in {secs} s"
@@ -134,7 +141,7 @@ async fn answer(
         Ok(r) => r,
         Err(never) => match never {},
     };
-    if response.status() == StatusCode::FORBIDDEN {
+    if guess && response.status() == StatusCode::FORBIDDEN {
         shared.throttle.charge(ip, Instant::now());
     }
     response

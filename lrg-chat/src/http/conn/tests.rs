@@ -45,7 +45,7 @@ async fn exchange(addr: SocketAddr, request: &[u8]) -> String {
 
 async fn read_until_close(stream: &mut TcpStream) -> String {
     let mut out = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut out)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut out)).await;
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -111,7 +111,7 @@ async fn slow_heads_trickling_bodies_and_idle_connections_are_closed() {
     let t = Instant::now();
     let slow_head = exchange(addr, b"GET /ok HTTP/1.1\r\nhost: x\r\n").await;
     assert!(slow_head.is_empty(), "{slow_head}");
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
 
     let slow_body = exchange(
         addr,
@@ -124,12 +124,12 @@ async fn slow_heads_trickling_bodies_and_idle_connections_are_closed() {
     let t = Instant::now();
     let idle = exchange(addr, b"GET /ok HTTP/1.1\r\nhost: x\r\n\r\n").await;
     assert!(idle.starts_with("HTTP/1.1 200 "), "{idle}");
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
 
     let t = Instant::now();
     let silent = exchange(addr, b"").await;
     assert!(silent.is_empty());
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
 }
 
 #[tokio::test]
@@ -195,14 +195,27 @@ async fn at_the_cap_the_longest_idle_connection_makes_room() {
 async fn repeated_403s_from_one_address_are_throttled() {
     let (addr, _stop) =
         start(ServeOptions::default().forbidden_throttle(3, Duration::from_secs(60))).await;
-    let get = b"GET /forbidden HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    // Without a token a request is no guess: neither counted nor held back.
+    let tokenless = b"GET /forbidden HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    for _ in 0..5 {
+        assert!(exchange(addr, tokenless).await.starts_with("HTTP/1.1 403 "));
+    }
+    let get = b"GET /forbidden HTTP/1.1\r\nhost: x\r\nauthorization: Bearer x\r\n\
+                connection: close\r\n\r\n";
     let first = exchange(addr, get).await;
+    assert!(first.starts_with("HTTP/1.1 403 "), "{first}");
     for _ in 0..2 {
         assert_eq!(exchange(addr, get).await, first);
     }
-    let limited = exchange(
+    let page = exchange(
         addr,
         b"GET /ok HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(page.starts_with("HTTP/1.1 200 "), "{page}");
+    let limited = exchange(
+        addr,
+        b"GET /ok HTTP/1.1\r\nhost: x\r\nauthorization: Bearer y\r\nconnection: close\r\n\r\n",
     )
     .await;
     assert!(limited.starts_with("HTTP/1.1 429 "), "{limited}");
