@@ -484,3 +484,36 @@ async fn a_damaged_chat_is_an_http_500_that_says_so() {
     assert_eq!(session_files(dir.path()), vec![file.clone()]);
     assert_eq!(std::fs::read(&file).unwrap(), damaged);
 }
+
+/// A file with its third line replaced by `line`.
+fn with_third_line(good: &[u8], line: &[u8]) -> Vec<u8> {
+    let mut lines: Vec<&[u8]> = good.split(|&b| b == b'\n').collect();
+    lines[2] = line;
+    lines.join(&b'\n')
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_row_mid_file_is_listed_as_damaged_as_a_resume_refuses_it() {
+    let rows: [&[u8]; 3] = [
+        // Half written, with rows after it.
+        br#"{"row":{"role":"user","parts":[{"type":"te"#,
+        // A NUL byte inside a row.
+        b"{\"row\":{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"a\0b\"}]}}",
+        // JSON, but no message.
+        br#"{"row":{"role":"wizard","parts":[]}}"#,
+    ];
+    for line in rows {
+        let dir = TempDir::new().unwrap();
+        let (id, file) = keyed_session(dir.path(), 8).await;
+        let good = std::fs::read(&file).unwrap();
+        std::fs::write(&file, with_third_line(&good, line)).unwrap();
+        let store = JsonlStore::new(dir.path());
+        let shown = String::from_utf8_lossy(line).into_owned();
+        assert!(
+            within(store.load(&id)).await.is_err(),
+            "the resume refuses it: {shown}"
+        );
+        // The listing says the same: damaged, with its keys, and no chat.
+        refused_by_keys(dir.path(), &file, ":3:").await;
+    }
+}

@@ -269,6 +269,16 @@ pub(super) fn summarize(path: &Path, bytes: &[u8]) -> Result<SessionSummary, Sto
         let line = &rest[..end];
         rest = &rest[end + 1..];
         if line.starts_with(b"{\"row\"") {
+            // Decoded, not only counted: a listing must call damaged what a
+            // resume would refuse (a half-written row, a NUL inside one, a
+            // row that is JSON but no message).
+            if let Err(e) = serde_json::from_slice::<LineIn>(line) {
+                return Err(corrupt(
+                    path,
+                    number,
+                    format!("a row that does not decode ({e}; damage, not a torn last write)"),
+                ));
+            }
             // Results written one by one count as the one row they become.
             let tool = line.starts_with(b"{\"row\":{\"role\":\"tool\"");
             if !(tool && previous_tool) {

@@ -246,17 +246,7 @@ async fn put_rows(
     rows: &[Message],
     state: &SessionState,
 ) -> Result<(), StoreError> {
-    let insert = tx
-        .prepare("INSERT INTO lrg_session_rows (session_id, n, row) VALUES ($1, $2, $3)")
-        .await
-        .map_err(db)?;
-    for (i, row) in rows.iter().enumerate() {
-        let text = serde_json::to_string(row).map_err(json_err)?;
-        let n = first + i64::try_from(i).unwrap_or(i64::MAX);
-        tx.execute(&insert, &[&id.as_str(), &n, &text])
-            .await
-            .map_err(db)?;
-    }
+    insert_rows(tx, INSERT_ROWS, id, first, rows).await?;
     let state_text = serde_json::to_string(state).map_err(json_err)?;
     let total = first + i64::try_from(rows.len()).unwrap_or(i64::MAX);
     let updated = i64::try_from(state.updated_ms).unwrap_or(i64::MAX);
@@ -266,6 +256,35 @@ async fn put_rows(
     )
     .await
     .map_err(db)?;
+    Ok(())
+}
+
+const INSERT_ROWS: &str = "INSERT INTO lrg_session_rows (session_id, n, row) \
+     SELECT $1, $2 + t.i - 1, t.r FROM unnest($3::TEXT[]) WITH ORDINALITY AS t(r, i)";
+const INSERT_ARCHIVE: &str = "INSERT INTO lrg_session_archive (session_id, n, row) \
+     SELECT $1, $2 + t.i - 1, t.r FROM unnest($3::TEXT[]) WITH ORDINALITY AS t(r, i)";
+
+/// Insert `rows`, numbered from `first`, with one statement (`sql`, one of
+/// the two above): a resume that archives thousands of rows makes one round
+/// trip, not one per row.
+async fn insert_rows(
+    tx: &tokio_postgres::Transaction<'_>,
+    sql: &str,
+    id: &SessionId,
+    first: i64,
+    rows: &[Message],
+) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let texts = rows
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<Vec<String>, _>>()
+        .map_err(json_err)?;
+    tx.execute(sql, &[&id.as_str(), &first, &texts])
+        .await
+        .map_err(db)?;
     Ok(())
 }
 
@@ -316,17 +335,7 @@ async fn archive_and_replace(
             .await
             .map_err(db)?
             .get(0);
-        let insert = tx
-            .prepare("INSERT INTO lrg_session_archive (session_id, n, row) VALUES ($1, $2, $3)")
-            .await
-            .map_err(db)?;
-        for (i, row) in archived.iter().enumerate() {
-            let text = serde_json::to_string(row).map_err(json_err)?;
-            let n = first + i64::try_from(i).unwrap_or(i64::MAX);
-            tx.execute(&insert, &[&id.as_str(), &n, &text])
-                .await
-                .map_err(db)?;
-        }
+        insert_rows(&tx, INSERT_ARCHIVE, id, first, archived).await?;
     }
     tx.execute(
         "DELETE FROM lrg_session_rows WHERE session_id = $1",
