@@ -10,8 +10,8 @@ use lrg_providers::Message;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    FORMAT_VERSION, INTERRUPTED_NOTE, SessionId, SessionKeys, SessionMeta, SessionState,
-    SessionSummary, StoreError, StoredSession, answer_open_calls, merge_tool_rows,
+    FORMAT_VERSION, SessionId, SessionKeys, SessionMeta, SessionState, SessionSummary, StoreError,
+    StoredSession, loaded,
 };
 
 #[derive(Serialize, Deserialize)]
@@ -229,23 +229,7 @@ pub(super) fn parse(
             Err(e) => return Err(corrupt(path, number, format!("unreadable line ({e})"))),
         }
     }
-    let answered = answer_open_calls(&mut rows, INTERRUPTED_NOTE);
-    // A step's results are written one by one as each call ends (so a
-    // `tool_done` is never shown before it is kept): one message again,
-    // with those a crash left unanswered.
-    merge_tool_rows(&mut rows);
-    if answered > 0 {
-        warnings.push(format!(
-            "{answered} tool call(s) had no result (the session ended while they ran); \
-             they are recorded as not finished"
-        ));
-    }
-    Ok(StoredSession {
-        meta,
-        state,
-        rows,
-        warnings,
-    })
+    Ok(loaded(meta, state, rows, warnings))
 }
 
 /// The summary of one file, read without decoding every row (a listing

@@ -516,6 +516,32 @@ pub(crate) fn answer_open_calls(history: &mut Vec<Message>, note: &str) -> usize
     n
 }
 
+/// What both stores do with the rows they read back, before a session sees
+/// them: every call a crash left open gets its "not finished" result (said
+/// in `warnings`), and a step's results, kept one by one, are one message
+/// again.
+pub(crate) fn loaded(
+    meta: SessionMeta,
+    state: SessionState,
+    mut rows: Vec<Message>,
+    mut warnings: Vec<String>,
+) -> StoredSession {
+    let answered = answer_open_calls(&mut rows, INTERRUPTED_NOTE);
+    merge_tool_rows(&mut rows);
+    if answered > 0 {
+        warnings.push(format!(
+            "{answered} tool call(s) had no result (the session ended while they ran); \
+             they are recorded as not finished"
+        ));
+    }
+    StoredSession {
+        meta,
+        state,
+        rows,
+        warnings,
+    }
+}
+
 /// Make consecutive tool-result rows one (the first result of a call
 /// wins): a step's results are kept one by one as each call ends, so that
 /// none is shown before it is durable, and read back as the one message

@@ -27,9 +27,8 @@ use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncGuard, OnceCell};
 use tokio_postgres::{Client, NoTls};
 
 use super::{
-    DamagedSession, FORMAT_VERSION, INTERRUPTED_NOTE, ListFilter, SessionId, SessionKeys,
-    SessionMeta, SessionState, SessionStore, SessionSummary, StoreError, StoredSession,
-    answer_open_calls, merge_tool_rows, relock, trim_start,
+    DamagedSession, FORMAT_VERSION, ListFilter, SessionId, SessionKeys, SessionMeta, SessionState,
+    SessionStore, SessionSummary, StoreError, StoredSession, loaded, relock, trim_start,
 };
 
 const MIGRATION: &str = "
@@ -219,23 +218,7 @@ async fn read(client: &Client, id: &SessionId) -> Result<StoredSession, StoreErr
             .map_err(|e| corrupt(usize::try_from(n + 1).unwrap_or(0), "row", e))?;
         rows.push(message);
     }
-    let mut warnings = Vec::new();
-    let answered = answer_open_calls(&mut rows, INTERRUPTED_NOTE);
-    // Results kept one by one as each call ended: one message again, with
-    // those a crash left unanswered.
-    merge_tool_rows(&mut rows);
-    if answered > 0 {
-        warnings.push(format!(
-            "{answered} tool call(s) had no result (the session ended while they ran); \
-             they are recorded as not finished"
-        ));
-    }
-    Ok(StoredSession {
-        meta,
-        state,
-        rows,
-        warnings,
-    })
+    Ok(loaded(meta, state, rows, Vec::new()))
 }
 
 /// Insert `rows` numbered from `first`, and set the state, in `tx`.
