@@ -1,0 +1,187 @@
+//! [`ChatSessionBuilder`]: what a session is made of, set before it starts.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use lrg_providers::{GenerationSettings, ModelInfo, RetryPolicy, ToolSpec};
+
+use super::{ChatSession, NoTools, SessionConfig, Shared, State, SystemPromptFn, persist};
+use crate::context::ContextPolicy;
+use crate::events::EventLog;
+use crate::model_source::ModelSource;
+use crate::permissions::{LongestIdArray, Permissions, TargetCounter};
+use crate::store::{SessionId, SessionStore, StoredSession};
+use crate::sub_agents::SubAgents;
+use crate::tools::Tools;
+
+/// Builds a [`ChatSession`].
+pub struct ChatSessionBuilder {
+    models: Arc<dyn ModelSource>,
+    tools: Arc<dyn Tools>,
+    permissions: Option<Arc<Permissions>>,
+    pub(super) system_prompt: Arc<SystemPromptFn>,
+    target_counter: Arc<dyn TargetCounter>,
+    config: SessionConfig,
+    local_only: bool,
+    store: Option<(Arc<dyn SessionStore>, SessionId)>,
+    resumed: Option<StoredSession>,
+    sub_agents: Option<SubAgents>,
+}
+
+impl ChatSessionBuilder {
+    /// See [`ChatSession::builder`].
+    pub(super) fn new(models: Arc<dyn ModelSource>) -> Self {
+        Self {
+            models,
+            tools: Arc::new(NoTools),
+            permissions: None,
+            system_prompt: Arc::new(|_: &ModelInfo, _: &[ToolSpec]| None),
+            target_counter: Arc::new(LongestIdArray),
+            config: SessionConfig::default(),
+            local_only: false,
+            store: None,
+            resumed: None,
+            sub_agents: None,
+        }
+    }
+
+    /// The session's generation settings (default: none, each model's own
+    /// defaults): every model turn uses them, under what a message sets
+    /// ([`ChatSession::send_with`]). Checked at each turn: an out-of-range
+    /// value fails the message with a `config` error naming it.
+    pub fn generation(mut self, settings: GenerationSettings) -> Self {
+        self.config.generation = settings;
+        self
+    }
+
+    /// Let the model delegate tasks to sub-agents within `limits` (default
+    /// off): it is offered `spawn_sub_agent`, `list_sub_agents` and
+    /// `read_sub_agent`. See [`crate::sub_agents`].
+    pub fn sub_agents(mut self, limits: SubAgents) -> Self {
+        self.sub_agents = Some(limits);
+        self
+    }
+
+    /// Refuse models that send the conversation to a cloud (default off):
+    /// such a turn ends with an `error` event of kind `local_only`.
+    pub fn local_only(mut self, on: bool) -> Self {
+        self.local_only = on;
+        self
+    }
+
+    /// Keep the conversation in `store` as session `id`, which the caller has
+    /// created or resumed there ([`SessionStore::create`],
+    /// [`SessionStore::resume`]): the new rows are appended after each step.
+    pub fn store(mut self, store: Arc<dyn SessionStore>, id: SessionId) -> Self {
+        self.store = Some((store, id));
+        self
+    }
+
+    /// Start from a stored session (what [`SessionStore::resume`] returned):
+    /// its history, grants and usage, with the history told to viewers as
+    /// numbered events first.
+    pub fn resumed(mut self, stored: StoredSession) -> Self {
+        self.resumed = Some(stored);
+        self
+    }
+
+    /// The tools offered to the model (default: none).
+    pub fn tools(mut self, tools: Arc<dyn Tools>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The permission settings, usually shared by every session of an app
+    /// (default: in-memory defaults for this session alone).
+    pub fn permissions(mut self, permissions: Arc<Permissions>) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// A fixed system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        let prompt = prompt.into();
+        self.system_prompt = Arc::new(move |_: &ModelInfo, _: &[ToolSpec]| Some(prompt.clone()));
+        self
+    }
+
+    /// A system prompt built at every model turn.
+    pub fn system_prompt_fn(
+        mut self,
+        prompt: impl Fn(&ModelInfo, &[ToolSpec]) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.system_prompt = Arc::new(prompt);
+        self
+    }
+
+    /// How the targets of a call are counted for the bulk limit (default
+    /// [`LongestIdArray`]).
+    pub fn target_counter(mut self, counter: Arc<dyn TargetCounter>) -> Self {
+        self.target_counter = counter;
+        self
+    }
+
+    /// Model turns allowed per user message (default [`super::MAX_STEPS`]).
+    pub fn max_steps(mut self, max_steps: usize) -> Self {
+        self.config.max_steps = max_steps;
+        self
+    }
+
+    /// How transient model errors are retried.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.config.retry = retry;
+        self
+    }
+
+    /// How the conversation is fitted into the window.
+    pub fn context(mut self, context: ContextPolicy) -> Self {
+        self.config.context = context;
+        self
+    }
+
+    /// Every tunable at once.
+    pub fn config(mut self, config: SessionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The session.
+    pub fn build(self) -> ChatSession {
+        let saved = self.resumed.as_ref().map_or(0, |r| r.rows.len());
+        let generation_settings = self.config.generation.clone();
+        let parent_id = self
+            .store
+            .as_ref()
+            .map_or_else(SessionId::random, |(_, id)| id.clone());
+        let limits = self.sub_agents;
+        let events = EventLog::with_limits(
+            self.config.max_kept_events,
+            self.config.max_kept_event_bytes,
+        );
+        let session = ChatSession {
+            shared: Arc::new_cyclic(|weak| Shared {
+                sub_agents: limits
+                    .map(|l| crate::sub_agents::Manager::new(l, weak.clone(), parent_id)),
+                config: self.config,
+                models: self.models,
+                tools: self.tools,
+                permissions: self.permissions.unwrap_or_default(),
+                system_prompt: self.system_prompt,
+                target_counter: self.target_counter,
+                events,
+                state: Mutex::new(State {
+                    generation_settings,
+                    ..State::default()
+                }),
+                local_only: AtomicBool::new(self.local_only),
+                persister: self
+                    .store
+                    .map(|(store, id)| persist::Persister::new(store, id, saved)),
+            }),
+        };
+        if let Some(stored) = self.resumed {
+            persist::replay(&session.shared, stored);
+        }
+        session
+    }
+}
