@@ -415,6 +415,51 @@ async fn a_kept_session_loads_again_with_its_history() {
     );
 }
 
+#[tokio::test]
+async fn a_kept_session_longer_than_the_event_log_loads_whole() {
+    let env = Env::new();
+    env.file("s.json", r#"[{"text": "Hello there."}]"#);
+    let store = env.path("sessions");
+    let args = [
+        "--model",
+        "script:s.json",
+        "--store",
+        store.to_str().unwrap(),
+    ];
+    let id = converse(&env, &args, Shared::default(), async |cx| {
+        let session = new_session(&cx).await;
+        cx.send_request(prompt(&session, "hi")).block_task().await?;
+        Ok(session.session_id)
+    })
+    .await;
+    // 2,100 more exchanges: 4,202 events, past the 4,096 a log keeps.
+    let file = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    for i in 0..2100 {
+        text.push_str(&format!(
+            "{{\"row\":{{\"role\":\"user\",\"parts\":[{{\"type\":\"text\",\"text\":\"q{i}\"}}]}}}}\n\
+             {{\"row\":{{\"role\":\"assistant\",\"parts\":[{{\"type\":\"text\",\"text\":\"a{i}\"}}]}}}}\n"
+        ));
+    }
+    std::fs::write(&file, text).unwrap();
+    let seen = Shared::default();
+    converse(&env, &args, seen.clone(), async |cx| {
+        cx.send_request(LoadSessionRequest::new(id, std::env::temp_dir()))
+            .block_task()
+            .await?;
+        Ok(())
+    })
+    .await;
+    let updates = seen.lock().unwrap().updates.clone();
+    assert_eq!(updates.len(), 2 + 2 * 2100, "{:?}", &updates[..4]);
+    assert_eq!(updates[..2], ["user: hi", "message: Hello there."]);
+    assert_eq!(updates[updates.len() - 1], "message: a2099");
+}
+
 /// `lrg run --model acp:'lrg acp …'`: lrg driving lrg. The inner lrg's tool
 /// calls show in the outer run, and its permission questions are the outer
 /// run's approvals: denied (with a note) when nobody can answer, allowed with

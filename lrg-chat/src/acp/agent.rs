@@ -272,10 +272,27 @@ impl State {
         let mcp = map::mcp_config(req.mcp_servers).map_err(AcpError::Invalid)?;
         let spec = SessionSpec::new(req.cwd).with_mcp(mcp);
         let opened = self.factory.load(&id, spec.clone()).await?;
-        // The history, told again as the spec asks, before the answer.
+        // The history, told again as the spec asks, before the answer. A
+        // log bounded below the chat's size has forgotten its start: then
+        // the history itself is told, and of the log only what is not
+        // history (warnings of the load).
         let mut updates = Updates::default();
-        for entry in opened.session.events().entries() {
-            for update in updates.map(&entry.event, true) {
+        let log = opened.session.events();
+        let entries = log.entries();
+        let events: Vec<Event> = if log.first_kept_seq() > 1 {
+            let mut events = crate::session::history_events(&opened.session.history());
+            events.extend(
+                entries
+                    .iter()
+                    .filter(|e| matches!(e.event, Event::Warning { .. }))
+                    .map(|e| e.event.clone()),
+            );
+            events
+        } else {
+            entries.iter().map(|e| e.event.clone()).collect()
+        };
+        for event in &events {
+            for update in updates.map(event, true) {
                 let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
             }
         }

@@ -56,6 +56,7 @@ pub(crate) use delegate::{
 };
 pub use external::WeakChatSession;
 pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
+pub(crate) use persist::history_events;
 pub use switch::{SwitchCheck, SwitchableModel};
 
 /// Default for [`SessionConfig::max_steps`].

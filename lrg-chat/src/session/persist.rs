@@ -286,49 +286,11 @@ pub(super) fn replay(shared: &Shared, stored: StoredSession) {
     state.chat_allowed = stored.state.granted.into_iter().collect();
     state.usage = stored.state.usage;
     for (index, row) in stored.rows.iter().enumerate() {
-        match row.role {
-            Role::User => {
-                let images = row
-                    .parts
-                    .iter()
-                    .filter(|p| matches!(p, Part::Image(_)))
-                    .count();
-                let seq = shared.publish(Event::UserMessage {
-                    text: row.text(),
-                    images,
-                });
+        for event in row_events(row) {
+            let user = matches!(event, Event::UserMessage { .. });
+            let seq = shared.publish(event);
+            if user {
                 state.user_seqs.push((index, seq));
-            }
-            Role::Assistant => {
-                let reasoning: String = row
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::Reasoning { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                shared.publish(Event::AssistantTurn {
-                    reasoning,
-                    text: row.text(),
-                });
-                for call in row.tool_calls() {
-                    shared.publish(Event::ToolCall {
-                        call_id: call.id.clone(),
-                        tool: call.name.clone(),
-                        title: None,
-                        class: ToolClass::Destructive,
-                        arguments: call.arguments.clone(),
-                        targets: None,
-                    });
-                }
-            }
-            Role::Tool => {
-                for part in &row.parts {
-                    if let Part::ToolResult(result) = part {
-                        shared.publish(result_event(result));
-                    }
-                }
             }
         }
     }
@@ -340,6 +302,63 @@ pub(super) fn replay(shared: &Shared, stored: StoredSession) {
             retrying: false,
         });
     }
+}
+
+/// The numbered events that tell a viewer what `rows` hold, in order: what
+/// a resumed session's log begins with, and what a reader that needs the
+/// whole conversation replays when the log has forgotten its start.
+pub(crate) fn history_events(rows: &[Message]) -> Vec<Event> {
+    rows.iter().flat_map(row_events).collect()
+}
+
+/// The events of one stored row (see [`history_events`]).
+fn row_events(row: &Message) -> Vec<Event> {
+    let mut events = Vec::new();
+    match row.role {
+        Role::User => {
+            let images = row
+                .parts
+                .iter()
+                .filter(|p| matches!(p, Part::Image(_)))
+                .count();
+            events.push(Event::UserMessage {
+                text: row.text(),
+                images,
+            });
+        }
+        Role::Assistant => {
+            let reasoning: String = row
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Reasoning { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            events.push(Event::AssistantTurn {
+                reasoning,
+                text: row.text(),
+            });
+            for call in row.tool_calls() {
+                events.push(Event::ToolCall {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    title: None,
+                    class: ToolClass::Destructive,
+                    arguments: call.arguments.clone(),
+                    targets: None,
+                });
+            }
+        }
+        Role::Tool => {
+            for part in &row.parts {
+                if let Part::ToolResult(result) = part {
+                    events.push(result_event(result));
+                }
+            }
+        }
+    }
+    events
 }
 
 fn result_event(result: &lrg_providers::ToolResult) -> Event {
