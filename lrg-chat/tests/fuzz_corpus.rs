@@ -5,9 +5,11 @@
 
 use std::path::PathBuf;
 
-#[test]
-fn mcp_config_seeds() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/mcp_config");
+/// The seed files of fuzz target `target`, sorted; at least `min`.
+fn seeds(target: &str, min: usize) -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
     let mut seeds: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.unwrap().path())
@@ -15,11 +17,17 @@ fn mcp_config_seeds() {
         .collect();
     seeds.sort();
     assert!(
-        seeds.len() >= 3,
+        seeds.len() >= min,
         "only {} seeds in {}",
         seeds.len(),
         dir.display()
     );
+    seeds
+}
+
+#[test]
+fn mcp_config_seeds() {
+    let seeds = seeds("mcp_config", 3);
     let mut parsed = 0;
     for seed in &seeds {
         let data = std::fs::read(seed).unwrap();
@@ -36,19 +44,7 @@ fn mcp_config_seeds() {
 /// body. Every seed passes the target's checks, and every route has one.
 #[test]
 fn http_bodies_seeds() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/http_bodies");
-    let mut seeds: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_file())
-        .collect();
-    seeds.sort();
-    assert!(
-        seeds.len() >= 10,
-        "only {} seeds in {}",
-        seeds.len(),
-        dir.display()
-    );
+    let seeds = seeds("http_bodies", 10);
     let mut routes = std::collections::BTreeSet::new();
     for seed in &seeds {
         let data = std::fs::read(seed).unwrap();

@@ -19,6 +19,7 @@
 mod builder;
 mod calls;
 mod compact;
+mod config;
 mod delegate;
 mod external;
 mod history;
@@ -26,24 +27,18 @@ mod locality;
 mod persist;
 mod run;
 mod switch;
+mod turn;
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use lrg_providers::{
-    GenerationSettings, Image, Message, Messages, ModelInfo, Part, ProviderError, RetryPolicy,
-    Role, ToolSpec, Usage,
-};
+use lrg_providers::{GenerationSettings, Message, Messages, ProviderError, ToolSpec, Usage};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::ContextPolicy;
 use crate::events::{ErrorKind, Event, EventLog, Subscription};
 use crate::model_source::ModelSource;
 use crate::permissions::{Answer, PermissionSettings, Permissions, SaveStatus, TargetCounter};
@@ -51,6 +46,7 @@ use crate::store::SessionId;
 use crate::tools::{ToolOutput, Tools, ToolsError};
 
 pub use builder::ChatSessionBuilder;
+pub use config::{DEFAULT_MAX_ANSWER_BYTES, MAX_STEPS, SessionConfig, SystemPromptFn};
 pub(crate) use delegate::{
     Kept, deliver, publish, store_of, sub_agent_manager, sub_agent_session, user_message_count,
 };
@@ -58,183 +54,7 @@ pub use external::WeakChatSession;
 pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
 pub(crate) use persist::history_events;
 pub use switch::{SwitchCheck, SwitchableModel};
-
-/// Default for [`SessionConfig::max_steps`].
-pub const MAX_STEPS: usize = 12;
-
-/// Tunables of a session.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionConfig {
-    /// Model turns allowed per user message.
-    pub max_steps: usize,
-    /// How transient model errors are retried.
-    pub retry: RetryPolicy,
-    /// How the conversation is fitted into the window.
-    pub context: ContextPolicy,
-    /// The generation settings a session starts with (see
-    /// [`ChatSessionBuilder::generation`]).
-    pub generation: GenerationSettings,
-    /// The largest model answer taken, in bytes of text, reasoning and
-    /// tool-call arguments together. One that grows past it is cut off
-    /// there: the turn ends with an error naming the size and the cap, and
-    /// nothing of it is kept (as with a stop). Default
-    /// [`DEFAULT_MAX_ANSWER_BYTES`] (4 MiB).
-    pub max_answer_bytes: usize,
-    /// The most numbered events the session's [`EventLog`] keeps for
-    /// viewers that reconnect; older ones are forgotten, and a viewer that
-    /// asks for them is told to `resync` (it rebuilds from the transcript).
-    /// Default [`crate::events::DEFAULT_MAX_KEPT_EVENTS`] (4,096).
-    pub max_kept_events: usize,
-    /// The most payload bytes the session's [`EventLog`] keeps
-    /// ([`EventLog::retained_bytes`]), with the same effect. Default
-    /// [`crate::events::DEFAULT_MAX_KEPT_EVENT_BYTES`] (32 MiB).
-    pub max_kept_event_bytes: usize,
-}
-
-/// Default for [`SessionConfig::max_answer_bytes`]: 4 MiB.
-pub const DEFAULT_MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
-
-impl Default for SessionConfig {
-    fn default() -> Self {
-        Self {
-            max_steps: MAX_STEPS,
-            retry: RetryPolicy::default(),
-            context: ContextPolicy::default(),
-            generation: GenerationSettings::default(),
-            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
-            max_kept_events: crate::events::DEFAULT_MAX_KEPT_EVENTS,
-            max_kept_event_bytes: crate::events::DEFAULT_MAX_KEPT_EVENT_BYTES,
-        }
-    }
-}
-
-/// Builds the system prompt for a turn from the model and the tools offered.
-/// Called at every model turn, so an edit takes effect on the next one.
-pub type SystemPromptFn = dyn Fn(&ModelInfo, &[ToolSpec]) -> Option<String> + Send + Sync;
-
-/// What the person sends: text and optional images.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct UserInput {
-    /// The text.
-    pub text: String,
-    /// Images attached to it.
-    pub images: Vec<Image>,
-}
-
-impl From<&str> for UserInput {
-    fn from(text: &str) -> Self {
-        Self {
-            text: text.to_string(),
-            images: Vec::new(),
-        }
-    }
-}
-
-impl From<String> for UserInput {
-    fn from(text: String) -> Self {
-        Self {
-            text,
-            images: Vec::new(),
-        }
-    }
-}
-
-impl UserInput {
-    fn into_message(self) -> Message {
-        let mut parts = vec![Part::text(self.text)];
-        parts.extend(self.images.into_iter().map(Part::Image));
-        Message {
-            role: Role::User,
-            parts,
-        }
-    }
-}
-
-/// How a message (or a compaction) ended.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum TurnOutcome {
-    /// The model answered without further tool calls.
-    Completed {
-        /// The final answer text.
-        text: String,
-    },
-    /// The person stopped it.
-    Stopped,
-    /// A fatal error ended it (also sent as an `error` event). A failure
-    /// that is not the model's (a panicking tool, an empty summary) comes as
-    /// [`ProviderError::Other`].
-    Failed {
-        /// What went wrong.
-        error: ProviderError,
-    },
-    /// [`SessionConfig::max_steps`] model turns passed without a final answer.
-    StepsExhausted,
-}
-
-/// Why a session refused a request.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SessionError {
-    /// A message is being worked on.
-    #[error("the session is busy with a message: stop it or wait for it to finish")]
-    Busy,
-    /// No approval question is open for that call.
-    #[error("no approval is waiting for tool call `{0}`")]
-    NoSuchApproval(String),
-    /// There is no user message to answer again.
-    #[error("there is no user message to retry")]
-    NothingToRetry,
-    /// The conversation is empty.
-    #[error("the conversation is empty: nothing to compact")]
-    NothingToCompact,
-    /// Not called from within a tokio runtime.
-    #[error("no tokio runtime: a ChatSession runs its turns as tokio tasks")]
-    NoRuntime,
-}
-
-/// The running message (or compaction) of a session; await it for its outcome.
-/// Dropping the handle does not stop the work (use [`ChatSession::stop`]).
-#[derive(Debug)]
-pub struct TurnHandle {
-    task: tokio::task::JoinHandle<TurnOutcome>,
-    /// Told once the message is kept and announced (see [`Self::accepted`]).
-    accepted: Option<oneshot::Receiver<bool>>,
-    /// What it told.
-    kept: bool,
-}
-
-impl TurnHandle {
-    /// Wait until the work is accepted: the user message (or a retry's
-    /// rewind) is durable in the session's store and its numbered event
-    /// published — what to await before acknowledging a message to anyone
-    /// (an HTTP `202`). Returns whether it is kept: `false` when the store
-    /// failed (a `warning` event said so, and the chat goes on in memory
-    /// only); `true` without a store. Returns at once when called again;
-    /// cancel-safe (a wait given up can be taken up again).
-    pub async fn accepted(&mut self) -> bool {
-        if let Some(receiver) = &mut self.accepted {
-            // A task that ended without telling (a panic) kept nothing it
-            // could vouch for.
-            self.kept = receiver.await.unwrap_or(false);
-            self.accepted = None;
-        }
-        self.kept
-    }
-}
-
-impl Future for TurnHandle {
-    type Output = TurnOutcome;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TurnOutcome> {
-        Pin::new(&mut self.task).poll(cx).map(|r| {
-            r.unwrap_or_else(|e| TurnOutcome::Failed {
-                error: ProviderError::Other {
-                    message: format!("the session task failed: {e}"),
-                },
-            })
-        })
-    }
-}
+pub use turn::{SessionError, TurnHandle, TurnOutcome, UserInput};
 
 struct NoTools;
 

@@ -1,0 +1,58 @@
+//! [`SessionConfig`]: the tunables of a session, and how its system prompt is built.
+
+use lrg_providers::{GenerationSettings, ModelInfo, RetryPolicy, ToolSpec};
+
+use crate::context::ContextPolicy;
+
+/// Default for [`SessionConfig::max_steps`].
+pub const MAX_STEPS: usize = 12;
+
+/// Tunables of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionConfig {
+    /// Model turns allowed per user message.
+    pub max_steps: usize,
+    /// How transient model errors are retried.
+    pub retry: RetryPolicy,
+    /// How the conversation is fitted into the window.
+    pub context: ContextPolicy,
+    /// The generation settings a session starts with (see
+    /// [`super::ChatSessionBuilder::generation`]).
+    pub generation: GenerationSettings,
+    /// The largest model answer taken, in bytes of text, reasoning and
+    /// tool-call arguments together. One that grows past it is cut off
+    /// there: the turn ends with an error naming the size and the cap, and
+    /// nothing of it is kept (as with a stop). Default
+    /// [`DEFAULT_MAX_ANSWER_BYTES`] (4 MiB).
+    pub max_answer_bytes: usize,
+    /// The most numbered events the session's [`crate::events::EventLog`] keeps for
+    /// viewers that reconnect; older ones are forgotten, and a viewer that
+    /// asks for them is told to `resync` (it rebuilds from the transcript).
+    /// Default [`crate::events::DEFAULT_MAX_KEPT_EVENTS`] (4,096).
+    pub max_kept_events: usize,
+    /// The most payload bytes the session's [`crate::events::EventLog`] keeps
+    /// ([`crate::events::EventLog::retained_bytes`]), with the same effect. Default
+    /// [`crate::events::DEFAULT_MAX_KEPT_EVENT_BYTES`] (32 MiB).
+    pub max_kept_event_bytes: usize,
+}
+
+/// Default for [`SessionConfig::max_answer_bytes`]: 4 MiB.
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: MAX_STEPS,
+            retry: RetryPolicy::default(),
+            context: ContextPolicy::default(),
+            generation: GenerationSettings::default(),
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            max_kept_events: crate::events::DEFAULT_MAX_KEPT_EVENTS,
+            max_kept_event_bytes: crate::events::DEFAULT_MAX_KEPT_EVENT_BYTES,
+        }
+    }
+}
+
+/// Builds the system prompt for a turn from the model and the tools offered.
+/// Called at every model turn, so an edit takes effect on the next one.
+pub type SystemPromptFn = dyn Fn(&ModelInfo, &[ToolSpec]) -> Option<String> + Send + Sync;
