@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use lrg_providers::schema::{SchemaTarget, grammar_schema, portable_tool_schema, split_choice};
+use lrg_providers::typed::{StrictTarget, strict_schema};
 use serde_json::Value;
 
 const TOOLS: usize = 40;
@@ -73,5 +74,29 @@ fn shaping(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, shaping);
+/// A typed answer's schema shaped to strict-mode rules, per request: the
+/// largest schema of the corpus (by its JSON), against a deep copy of it.
+/// `OutputSchema` keeps the shaped form, so a session pays this once per
+/// schema; the figure is what a caller shaping per request would pay.
+fn strict_shaping(c: &mut Criterion) {
+    let largest = tools()
+        .into_iter()
+        .max_by_key(|schema| schema.to_string().len())
+        .unwrap_or_else(|| panic!("no schema in the corpus"));
+    let mut group = c.benchmark_group("typed_answer_largest_schema");
+    group.bench_function("baseline_clone", |b| {
+        b.iter(|| black_box(&largest).clone());
+    });
+    for (name, target) in [
+        ("openai", StrictTarget::OpenAi),
+        ("anthropic", StrictTarget::Anthropic),
+    ] {
+        group.bench_function(format!("strict_schema/{name}"), |b| {
+            b.iter(|| black_box(strict_schema(black_box(&largest), target)));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, shaping, strict_shaping);
 criterion_main!(benches);

@@ -119,7 +119,7 @@ async fn chats(n: usize, server: &FakeOpenAi) -> Figures {
     let want = reply_text();
     while let Some((i, t, outcome)) = pending.next().await {
         match outcome {
-            Ok(TurnOutcome::Completed { text }) if text == want => took.push((i, t)),
+            Ok(TurnOutcome::Completed { text, .. }) if text == want => took.push((i, t)),
             Ok(other) => f.failures.push(format!("chat {i}: {other:?}")),
             Err(e) => f.failures.push(format!("chat {i}: {e}")),
         }

@@ -120,6 +120,13 @@ pub enum Event {
         reasoning: String,
         /// The answer text (may be empty when the turn only calls tools).
         text: String,
+        /// The validated answer of a typed message (its final turn only),
+        /// as parsed from `text`: absent for prose, and for a typed answer
+        /// that never matched its schema (an `error` of kind
+        /// `invalid_answer` follows). Not kept in the history: a resumed
+        /// chat's replayed turns have none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        json: Option<Value>,
     },
     /// The model asked for a tool call. Followed, for the same `call_id`, by
     /// either `tool_skipped`, or `tool_running` then `tool_done`, possibly
@@ -281,6 +288,15 @@ pub enum Event {
         /// The task's short description.
         description: String,
     },
+    /// The person carried the conversation over to another model: the
+    /// history goes on on `to`, without `from`'s own (native) parts.
+    /// Published once the move is durable.
+    ModelSwitched {
+        /// The model it was on, `provider:model`.
+        from: String,
+        /// The model it is on now, `provider:model`.
+        to: String,
+    },
 }
 
 /// The sub-agent behind an [`Event::ApprovalNeeded`], and what it wants to
@@ -402,6 +418,9 @@ pub enum ErrorKind {
     /// The session is local only and the model would send the conversation
     /// to a cloud.
     LocalOnly,
+    /// A typed message's answer never matched its schema, repairs included
+    /// ([`crate::SessionConfig::typed_repairs`]).
+    InvalidAnswer,
 }
 
 impl ErrorKind {

@@ -19,6 +19,10 @@ pub mod transcript;
 
 pub use events::{ErrorKind, SkipReason};
 pub use events::{Event, EventLog, LogEntry, Subscription};
+/// The schema of a typed answer ([`ChatSession::send_with_output`]).
+pub use lrg_providers::typed::{OutputMode, OutputSchema, OutputSchemaError};
 pub use model_source::{FixedModel, ModelSource};
 pub use permissions::{Answer, Mode, PermissionSettings, Permissions, Rule};
-pub use session::{ChatSession, SessionConfig, SessionError, TurnHandle, TurnOutcome, UserInput};
+pub use session::{
+    ChatSession, SessionConfig, SessionError, TurnHandle, TurnOutcome, TypedError, UserInput,
+};

@@ -3,10 +3,16 @@
 //!
 //! - [`SessionRegistry::open`] with both keys is create-or-resume: a live
 //!   session answers itself, a stored one is rebuilt under the same id, and
-//!   nothing known creates a new one. Asked for on another model, a session
-//!   is rebuilt on it only when it is the same `provider:model` (another
-//!   connection); any other model starts a new chat under the keys — a
-//!   conversation is never handed to a different model.
+//!   nothing known creates a new one. The same `provider:model` on another
+//!   connection is the same chat. Keys that name a chat on another model
+//!   are never silently handed to it, and never lose it: the request's
+//!   [`OtherModel`] policy refuses (the default, changing nothing), carries
+//!   the conversation over (the person's explicit choice), or replaces it
+//!   with a new chat and archives the old one ([`SessionStore::archive`]:
+//!   kept with its history, listed, its keys released). To resume a chat on
+//!   whatever model it is on, ask [`SessionRegistry::kept_model`] first.
+//! - Nothing here deletes a stored chat but [`SessionRegistry::end`], the
+//!   explicit removal.
 //! - Bounded: a keyed session idle longer than [`RegistryConfig::idle`] is
 //!   evicted to the store ([`SessionRegistry::evict_idle`], or a sweeper
 //!   task); when [`RegistryConfig::max_live`] sessions are live, the
@@ -15,7 +21,10 @@
 //! - Sessions are built by the registry's factory ([`SessionRegistry::open`])
 //!   or, when building one takes async work (starting tool servers),
 //!   by the caller of [`SessionRegistry::open_with`], which is asked only
-//!   when a session must be built (never for a live one).
+//!   when a session must be built (never for a live one, nor for a refused
+//!   open).
+
+mod request;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,187 +32,20 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use lrg_providers::ChatModel;
+
 use crate::events::Event;
-use crate::session::{ChatSession, ChatSessionBuilder};
+use crate::session::{ChatSession, ChatSessionBuilder, SwitchableModel};
 use crate::store::{
-    KeyError, ModelBinding, RESUME_ROWS, SessionId, SessionKeys, SessionMeta, SessionStore,
-    StoreError, relock,
+    ModelBinding, RESUME_ROWS, SessionId, SessionKeys, SessionMeta, SessionState, SessionStore,
+    StoreError, StoredSession, relock, without_native,
 };
 use crate::transcript::Transcript;
 
-/// Default for [`RegistryConfig::idle`]: 30 minutes.
-pub const IDLE: Duration = Duration::from_secs(30 * 60);
-/// Default for [`RegistryConfig::max_live`].
-pub const MAX_LIVE: usize = 256;
-
-/// Tunables of a [`SessionRegistry`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RegistryConfig {
-    /// How long a keyed session may sit idle before it is evicted.
-    pub idle: Duration,
-    /// How many sessions may be live at once.
-    pub max_live: usize,
-    /// How many history rows a resumed session keeps in its live file;
-    /// `None` (the default): all of them. With a bound, the older rows move
-    /// to an archive beside the session at resume ([`SessionStore::resume`]),
-    /// never deleted. What a model sees is decided by context fitting
-    /// either way.
-    pub max_kept_rows: Option<usize>,
-}
-
-impl Default for RegistryConfig {
-    fn default() -> Self {
-        Self {
-            idle: IDLE,
-            max_live: MAX_LIVE,
-            max_kept_rows: None,
-        }
-    }
-}
-
-impl RegistryConfig {
-    /// The same config with another idle limit.
-    pub fn idle(mut self, idle: Duration) -> Self {
-        self.idle = idle;
-        self
-    }
-
-    /// The same config with another cap on live sessions.
-    pub fn max_live(mut self, max_live: usize) -> Self {
-        self.max_live = max_live;
-        self
-    }
-
-    /// The same config with a bound on the rows a resumed session keeps
-    /// live (`None`: all; see [`RegistryConfig::max_kept_rows`]).
-    pub fn max_kept_rows(mut self, rows: Option<usize>) -> Self {
-        self.max_kept_rows = rows;
-        self
-    }
-}
-
-/// Why the registry refused.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegistryError {
-    /// Bad keys (a usage error: HTTP 400).
-    #[error(transparent)]
-    Keys(#[from] KeyError),
-    /// Every live session is unkeyed or busy: none can be evicted.
-    #[error(
-        "too many live sessions ({0}) and none can be evicted (unkeyed or busy); \
-         end one or raise the limit"
-    )]
-    Full(usize),
-    /// The session works on a message and cannot move to another model now.
-    #[error("session `{0}` is busy with a message: stop it or wait, then open it again")]
-    Busy(SessionId),
-    /// No such session, live or stored.
-    #[error("no session `{0}`")]
-    NotFound(SessionId),
-    /// The app could not build a session for that model.
-    #[error("cannot start a session on {model}: {reason}")]
-    Model {
-        /// `provider:model`.
-        model: String,
-        /// Why.
-        reason: String,
-    },
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-/// Builds a session (model source, tools, permissions, prompt) for a model
-/// binding; the registry adds the store and the resumed history.
-pub type SessionFactory =
-    dyn Fn(&ModelBinding) -> Result<ChatSessionBuilder, RegistryError> + Send + Sync;
-
-/// What to open.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct OpenRequest {
-    /// Keys for create-or-resume; `None` always creates.
-    pub keys: Option<SessionKeys>,
-    /// The model to run on.
-    pub model: ModelBinding,
-    /// Who it belongs to (kept with it, and listed by).
-    pub owner: Option<String>,
-    /// Whether it is kept in the registry's store (default yes).
-    pub saved: bool,
-}
-
-impl OpenRequest {
-    /// A new unkeyed session on `model`.
-    pub fn new(model: ModelBinding) -> Self {
-        Self {
-            keys: None,
-            model,
-            owner: None,
-            saved: true,
-        }
-    }
-
-    /// Create-or-resume by `keys`.
-    pub fn keyed(keys: SessionKeys, model: ModelBinding) -> Self {
-        Self {
-            keys: Some(keys),
-            model,
-            owner: None,
-            saved: true,
-        }
-    }
-
-    /// The same request for an owner.
-    pub fn owner(mut self, owner: impl Into<String>) -> Self {
-        self.owner = Some(owner.into());
-        self
-    }
-
-    /// The same request kept in memory only, even when the registry has a
-    /// store: for an unkeyed session that nothing can find again after a
-    /// restart, a stored copy would only pile up.
-    pub fn unsaved(mut self) -> Self {
-        self.saved = false;
-        self
-    }
-}
-
-/// How [`SessionRegistry::open`] found its session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum OpenedHow {
-    /// Nothing was known: a new session.
-    Created,
-    /// It was live.
-    Live,
-    /// It was rebuilt from the store (`rows` history rows kept).
-    Resumed {
-        /// History rows it resumed with.
-        rows: usize,
-    },
-    /// The keys named a chat on another model; that chat was ended and a
-    /// new one started.
-    Replaced {
-        /// The chat that was ended.
-        old: SessionId,
-        /// The model it was on.
-        old_model: String,
-    },
-}
-
-/// An opened session.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Opened {
-    /// Its id (for [`SessionRegistry::get`], URLs, the store).
-    pub id: SessionId,
-    /// The session.
-    pub session: ChatSession,
-    /// How it was found.
-    pub how: OpenedHow,
-}
+pub use request::{
+    IDLE, MAX_LIVE, OpenRequest, Opened, OpenedHow, OtherModel, RegistryConfig, RegistryError,
+    SessionFactory,
+};
 
 struct Entry {
     session: ChatSession,
@@ -303,9 +145,10 @@ impl SessionRegistry {
     }
 
     /// [`Self::open`], with the session built by `build` — asked at most
-    /// once, and only when a session must be built (not for a live one).
-    /// Whatever it returns besides the builder comes back with the session
-    /// (`None` when the session was live).
+    /// once, and only when a session must be built (not for a live one,
+    /// nor for an open that is refused). Whatever it returns besides the
+    /// builder comes back with the session (`None` when the session was
+    /// live).
     pub async fn open_with<T, F, Fut>(
         &self,
         request: OpenRequest,
@@ -325,16 +168,23 @@ impl SessionRegistry {
                 .await
                 .map(|o| (o, Some(extra)));
         };
+        let refused = |id: &SessionId, stored: &ModelBinding| RegistryError::OtherModel {
+            id: id.clone(),
+            stored_model: stored.model.clone(),
+            asked_model: request.model.model.clone(),
+        };
         let live = {
             let mut live = relock(&self.live);
             live.iter_mut()
-                .find(|(_, e)| e.meta.keys.as_ref() == Some(&keys))
+                .find(|(_, e)| e.meta.live_keys() == Some(&keys))
                 .map(|(id, e)| {
                     e.last_used = Instant::now();
                     (id.clone(), e.session.clone(), e.meta.model.clone())
                 })
         };
-        let mut replaced = None;
+        // Kept in memory only (no store): a carried-over conversation comes
+        // from the live session itself.
+        let mut in_memory = None;
         if let Some((id, session, model)) = live {
             if model == request.model {
                 let opened = Opened {
@@ -344,26 +194,45 @@ impl SessionRegistry {
                 };
                 return Ok((opened, None));
             }
+            let other = model.model != request.model.model;
+            if other && request.other_model == OtherModel::Refuse {
+                return Err(refused(&id, &model));
+            }
             if session.is_busy() {
                 return Err(RegistryError::Busy(id));
             }
-            // Rebuilt below from the store, on the model asked for.
+            if other && request.other_model == OtherModel::Replace {
+                self.make_room().await?;
+                // Built before anything is changed: a model that cannot be
+                // had leaves the old chat as it was.
+                let (builder, extra) = build(&request.model).await?;
+                self.archive_locked(&id).await?;
+                let how = OpenedHow::Replaced {
+                    archived: id,
+                    old_model: model.model,
+                };
+                return self
+                    .create(&request, how, builder, store)
+                    .await
+                    .map(|o| (o, Some(extra)));
+            }
+            if store.is_none() {
+                in_memory = Some((id.clone(), model.clone(), session.history()));
+            }
+            // Rebuilt below from what is kept of it, on the model asked for.
             self.evict(&id).await;
-            replaced = Some(OpenedHow::Replaced {
-                old: id,
-                old_model: model.model,
-            });
         }
         self.make_room().await?;
-        // Built before anything stored is changed: a model that cannot be
-        // had leaves the old chat as it was.
-        let (builder, extra) = build(&request.model).await?;
         let Some(store) = store else {
-            let how = replaced.unwrap_or(OpenedHow::Created);
-            return self
-                .create(&request, how, builder, None)
-                .await
-                .map(|o| (o, Some(extra)));
+            let (builder, extra) = build(&request.model).await?;
+            let Some((id, from, rows)) = in_memory else {
+                return self
+                    .create(&request, OpenedHow::Created, builder, None)
+                    .await
+                    .map(|o| (o, Some(extra)));
+            };
+            let opened = self.rebuild_in_memory(&request, id, from, rows, builder);
+            return Ok((opened, Some(extra)));
         };
         // A store that cannot even be searched cannot save either: the
         // chat starts unsaved and says so (see `create`).
@@ -381,26 +250,36 @@ impl SessionRegistry {
             }
         };
         let Some(found) = found else {
+            let (builder, extra) = build(&request.model).await?;
             return self
                 .create(&request, OpenedHow::Created, builder, Some(store))
                 .await
                 .map(|o| (o, Some(extra)));
         };
         let id = found.meta.id.clone();
-        if found.meta.model.model != request.model.model {
-            crate::store::delete_sub_agents(store.as_ref(), &id).await?;
-            store.delete(&id).await?;
-            let how = OpenedHow::Replaced {
-                old: id,
-                old_model: found.meta.model.model,
-            };
-            return self
-                .create(&request, how, builder, Some(store))
-                .await
-                .map(|o| (o, Some(extra)));
+        let from = found.meta.model;
+        let carry = from.model != request.model.model;
+        if carry {
+            match request.other_model {
+                OtherModel::CarryOver => {}
+                OtherModel::Replace => {
+                    let (builder, extra) = build(&request.model).await?;
+                    store.archive(&id).await?;
+                    let how = OpenedHow::Replaced {
+                        archived: id,
+                        old_model: from.model,
+                    };
+                    return self
+                        .create(&request, how, builder, Some(store))
+                        .await
+                        .map(|o| (o, Some(extra)));
+                }
+                _ => return Err(refused(&id, &from)),
+            }
         }
+        let (builder, extra) = build(&request.model).await?;
         let max_rows = self.config.max_kept_rows.unwrap_or(RESUME_ROWS);
-        let stored = match store.resume(&id, max_rows).await {
+        let mut stored = match store.resume(&id, max_rows).await {
             Ok(stored) => stored,
             Err(e) => {
                 if e.is_damage() {
@@ -409,6 +288,11 @@ impl SessionRegistry {
                 return Err(e.into());
             }
         };
+        if carry && let Err(e) = carry_stored(store.as_ref(), &mut stored, &request.model).await {
+            // What was not moved stays as it was, on its model.
+            store.release(&id).await;
+            return Err(e.into());
+        }
         let mut meta = stored.meta.clone();
         meta.model = request.model.clone();
         let rows = stored.rows.len();
@@ -416,13 +300,138 @@ impl SessionRegistry {
             .store(store.clone(), id.clone())
             .resumed(stored)
             .build();
-        self.insert(meta, session.clone());
-        let opened = Opened {
-            id,
-            session,
-            how: OpenedHow::Resumed { rows },
+        let how = if carry {
+            // Durable by now: the store holds the chat on its new model.
+            session.events().publish(Event::ModelSwitched {
+                from: from.model.clone(),
+                to: request.model.model.clone(),
+            });
+            OpenedHow::CarriedOver {
+                from: from.model,
+                rows,
+            }
+        } else {
+            OpenedHow::Resumed { rows }
         };
+        self.insert(meta, session.clone());
+        let opened = Opened { id, session, how };
         Ok((opened, Some(extra)))
+    }
+
+    /// A session kept in memory only, rebuilt on the model `request` asks
+    /// for from its live `rows` (the same model on another connection, or a
+    /// carry-over from `from`).
+    fn rebuild_in_memory(
+        &self,
+        request: &OpenRequest,
+        id: SessionId,
+        from: ModelBinding,
+        rows: Vec<lrg_providers::Message>,
+        builder: ChatSessionBuilder,
+    ) -> Opened {
+        let carry = from.model != request.model.model;
+        let rows = if carry {
+            without_native(&rows).unwrap_or(rows)
+        } else {
+            rows
+        };
+        let mut meta = SessionMeta::new(request.model.clone());
+        meta.id = id.clone();
+        meta.keys = request.keys.clone();
+        meta.owner = request.owner.clone();
+        let count = rows.len();
+        let stored = StoredSession {
+            meta: meta.clone(),
+            state: SessionState::default(),
+            rows,
+            warnings: Vec::new(),
+        };
+        let session = builder.resumed(stored).build();
+        let how = if carry {
+            session.events().publish(Event::ModelSwitched {
+                from: from.model.clone(),
+                to: request.model.model.clone(),
+            });
+            OpenedHow::CarriedOver {
+                from: from.model,
+                rows: count,
+            }
+        } else {
+            OpenedHow::Resumed { rows: count }
+        };
+        self.insert(meta, session.clone());
+        Opened { id, session, how }
+    }
+
+    /// The model the chat under `keys` is on — live, else stored — or
+    /// `None` when there is none: what an app opens with to resume a kept
+    /// chat on its own model when the person named none. A damaged chat
+    /// under the keys is an error, as for [`Self::open`].
+    pub async fn kept_model(
+        &self,
+        keys: &SessionKeys,
+    ) -> Result<Option<ModelBinding>, RegistryError> {
+        let live = relock(&self.live)
+            .values()
+            .find(|e| e.meta.live_keys() == Some(keys))
+            .map(|e| e.meta.model.clone());
+        if live.is_some() {
+            return Ok(live);
+        }
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        Ok(store.find(keys).await?.map(|found| found.meta.model))
+    }
+
+    /// Archive session `id` ([`SessionStore::archive`]): it is kept with
+    /// its history and listed, but its keys are released, so no open finds
+    /// it by them again. A live session stays live (its page goes on), and
+    /// is put away like any other when idle. Returns whether it existed.
+    pub async fn archive(&self, id: &SessionId) -> Result<bool, RegistryError> {
+        let _opening = self.opening.lock().await;
+        self.archive_locked(id).await
+    }
+
+    async fn archive_locked(&self, id: &SessionId) -> Result<bool, RegistryError> {
+        // The store first: when it refuses, nothing has changed.
+        let stored = match &self.store {
+            Some(store) => store.archive(id).await?,
+            None => false,
+        };
+        let live = match relock(&self.live).get_mut(id) {
+            Some(entry) => {
+                entry.meta.archived = true;
+                true
+            }
+            None => false,
+        };
+        Ok(stored || live)
+    }
+
+    /// Carry the live session `id`'s conversation over to `model` (bound
+    /// as `to`), in place: see [`ChatSession::carry_over`]. `source` is the
+    /// session's model source. Its keys, if any, open it on `to` from now
+    /// on.
+    pub async fn carry_over(
+        &self,
+        id: &SessionId,
+        source: &SwitchableModel,
+        model: Arc<dyn ChatModel>,
+        to: ModelBinding,
+    ) -> Result<(), RegistryError> {
+        let _opening = self.opening.lock().await;
+        let session = self
+            .get(id)
+            .ok_or_else(|| RegistryError::NotFound(id.clone()))?;
+        session
+            .carry_over(source, model, to.clone())
+            .await
+            .map_err(|_| RegistryError::Busy(id.clone()))?;
+        if let Some(entry) = relock(&self.live).get_mut(id) {
+            entry.meta.model = to;
+        }
+        Ok(())
     }
 
     async fn create(
@@ -614,4 +623,23 @@ where
             work(owner).await;
         }
     })
+}
+
+/// Move a stored chat, resumed by this handle, to `model`: bound to it in
+/// the store first (a store that cannot do that refuses before anything
+/// changes), then its history rewritten without the old model's native
+/// parts.
+async fn carry_stored(
+    store: &dyn SessionStore,
+    stored: &mut StoredSession,
+    model: &ModelBinding,
+) -> Result<(), StoreError> {
+    let id = stored.meta.id.clone();
+    store.rebind(&id, model).await?;
+    stored.meta.model = model.clone();
+    if let Some(rows) = without_native(&stored.rows) {
+        stored.rows = rows;
+        store.rewrite(&id, &stored.rows, &stored.state).await?;
+    }
+    Ok(())
 }

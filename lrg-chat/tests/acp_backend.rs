@@ -38,7 +38,8 @@ async fn every_update_kind_becomes_a_chat_event() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "Writing a.txt.\nDone.".into()
+            text: "Writing a.txt.\nDone.".into(),
+            json: None,
         }
     );
     snapshot!(log(&session));
@@ -53,7 +54,8 @@ async fn a_denied_question_is_the_agents_rejection() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "Writing a.txt.\nNot written.".into()
+            text: "Writing a.txt.\nNot written.".into(),
+            json: None,
         }
     );
     let done: Vec<_> = session
@@ -82,7 +84,8 @@ async fn stop_cancels_the_agents_turn() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "Writing a.txt.\nDone.".into()
+            text: "Writing a.txt.\nDone.".into(),
+            json: None,
         }
     );
 }
@@ -117,7 +120,7 @@ async fn chats_sharing_a_backend_each_have_their_own_agent_session() {
     let chat = || ChatSession::builder(Arc::new(FixedModel(backend.clone()))).build();
     let (a, b) = (chat(), chat());
     let who = async |session: &ChatSession| match finish(session.send("who").unwrap()).await {
-        TurnOutcome::Completed { text } => text,
+        TurnOutcome::Completed { text, .. } => text,
         other => panic!("{other:?}"),
     };
     assert_eq!(who(&a).await, "session s1");

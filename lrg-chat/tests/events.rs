@@ -313,6 +313,7 @@ fn wire_format_of_every_event() {
         Event::AssistantTurn {
             reasoning: "The user wants...".into(),
             text: "I will delete them.".into(),
+            json: None,
         },
         Event::ToolCall {
             call_id: "c1".into(),

@@ -20,14 +20,14 @@ use base64::Engine as _;
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures::future::BoxFuture;
 use http_support::*;
+use lrg_chat::ChatSession;
 use lrg_chat::events::Event;
 use lrg_chat::http::{
     ChatOpener, ChatServer, ChatSpec, HttpConfig, MenuEntry, OpenError, OpenedChat, StandardOpener,
     StaticMenu,
 };
-use lrg_chat::session::SessionConfig;
+use lrg_chat::session::{SessionConfig, SwitchableModel};
 use lrg_chat::tools::ToolHost;
-use lrg_chat::{ChatSession, FixedModel};
 use lrg_providers::{
     ChatModel, Image, ModelLocation, Part, ProviderError, ScriptedModel, ScriptedTurn,
     ToolAnnotations,
@@ -116,8 +116,12 @@ impl ChatOpener for Opener {
                 },
             )
             .unwrap();
-            let builder = ChatSession::builder(Arc::new(FixedModel(model))).tools(host.clone());
-            Ok(OpenedChat::new(builder, info).with_host(host))
+            // Switchable: the page may carry the conversation over.
+            let source = Arc::new(SwitchableModel::new(model));
+            let builder = ChatSession::builder(source.clone()).tools(host.clone());
+            Ok(OpenedChat::new(builder, info)
+                .with_host(host)
+                .with_source(source))
         })
     }
 }
@@ -489,7 +493,10 @@ async fn a_whole_chat_in_a_real_browser() {
     page.shot("permissions").await;
     page.click("#perm-button").await;
 
-    // 7. Switch models: the menu, the question, then a new chat.
+    // 7. Switch models: the menu, the question, then a new chat beside
+    // this one; the question typed so far stays in the input.
+    page.js("document.getElementById('input').value = 'a question typed'; return null")
+        .await;
     page.click("#model-button").await;
     page.wait(
         "document.querySelector('#model-menu button[data-model=\"script:second\"]')",
@@ -511,7 +518,12 @@ async fn a_whole_chat_in_a_real_browser() {
     assert_eq!(
         page.js("return document.getElementById('modal-confirm').textContent")
             .await,
-        json!("Clear and start a new chat")
+        json!("New chat")
+    );
+    assert_eq!(
+        page.js("return document.getElementById('modal-alt').textContent")
+            .await,
+        json!("Carry this conversation over to script:second")
     );
     page.shot("switch-question").await;
     page.click("#modal-confirm").await;
@@ -529,6 +541,26 @@ async fn a_whole_chat_in_a_real_browser() {
         page.log_text().await.trim().is_empty(),
         "a new chat starts empty"
     );
+    assert_eq!(
+        page.js("return document.getElementById('input').value")
+            .await,
+        json!("a question typed")
+    );
+    // The old chat is kept and listed, a link back to it.
+    assert_eq!(
+        page.js("return [...document.querySelectorAll('#chats a')].map(a => a.textContent)")
+            .await,
+        json!(["Chat 1 (script:first)"])
+    );
+    assert!(
+        page.js("return document.querySelector('#chats a').getAttribute('href')")
+            .await
+            .as_str()
+            .unwrap()
+            .contains(&link.session)
+    );
+    page.js("document.getElementById('input').value = ''; return null")
+        .await;
     page.type_in(&format!("who are you?{ENTER}")).await;
     page.wait(
         "document.querySelector('.turn:not(.live) .text')",
@@ -583,13 +615,52 @@ async fn a_whole_chat_in_a_real_browser() {
     );
     page.shot("sends-to-and-autonomous").await;
 
+    // 9. The third choice: carry this conversation over, in place, with a
+    // divider where the model changed.
+    page.click("#model-button").await;
+    page.wait(
+        "document.querySelector('#model-menu button[data-model=\"script:first\"]')",
+        "the model menu",
+    )
+    .await;
+    page.click("#model-menu button[data-model=\"script:first\"]")
+        .await;
+    page.wait(
+        "!document.getElementById('modal').classList.contains('hidden')",
+        "the question",
+    )
+    .await;
+    page.click("#modal-alt").await;
+    page.wait(
+        "[...document.querySelectorAll('.notice.divider')].some(n => n.textContent === 'Switched from script:second to script:first')",
+        "the switch, drawn",
+    )
+    .await;
+    page.wait(
+        "document.getElementById('model-button').textContent.includes('script:first')",
+        "the model, carried over",
+    )
+    .await;
+    assert_eq!(
+        page.js("return location.hash").await,
+        fragment,
+        "the same chat"
+    );
+    assert!(
+        page.log_text()
+            .await
+            .contains("I am the second model, at your service."),
+        "the conversation is kept"
+    );
+    page.shot("carried-over").await;
+
     // A narrow window stays usable.
     page.client.set_window_size(420, 820).await.unwrap();
     page.shot("narrow").await;
     assert_eq!(
         server.chat_count(),
-        1,
-        "the first chat ended when the second opened"
+        2,
+        "the first chat is kept beside the second"
     );
 
     page.client.close().await.unwrap();
@@ -750,5 +821,178 @@ async fn a_chat_longer_than_its_event_log_is_shown_whole_in_a_real_browser() {
     );
     page.shot("resync-after-reload").await;
 
+    page.client.close().await.unwrap();
+}
+
+/// A typed answer (`output_schema` on the message, sent by the app over
+/// HTTP): its text streams in as any answer's does, then the page shows the
+/// validated JSON indented in a block with a Copy button that copies it
+/// compact — through the clipboard API, or, without one, selected in a box.
+/// A reload shows it again; a plain answer after it is prose.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_answer_is_shown_as_json_with_a_copy_button_in_a_real_browser() {
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let answer =
+        r#"{"label":"bug","priority":2,"steps":["open the app","tap Save"],"duplicate_of":null}"#;
+    let found = models(vec![(
+        "script:first",
+        scripted(
+            "first",
+            vec![slow(answer, 150), text("It is a bug, priority 2.")],
+        ),
+    )]);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let opener = StandardOpener::new(move |id: &str| {
+        let found = found.lock().unwrap().get(id).cloned();
+        let id = id.to_string();
+        Box::pin(async move {
+            found.ok_or(ProviderError::Config {
+                message: format!("unknown model {id}"),
+            })
+        })
+    });
+    let menu = StaticMenu(vec![MenuEntry::available(
+        "script",
+        "first",
+        ModelLocation::Local,
+    )]);
+    let config = HttpConfig::new(AGENT)
+        .allow_origin(base.clone())
+        .defaults(ChatSpec::new().model("script:first"));
+    let server = ChatServer::new(config, Arc::new(opener), Arc::new(menu));
+    let app = server.router();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let link = server.open_chat(ChatSpec::new()).await.unwrap();
+
+    let (_driver, _profile, mut page) = launch(&chromium, &driver).await;
+    page.client
+        .goto(&format!("{base}{}", link.page_url))
+        .await
+        .unwrap();
+    page.wait(
+        "document.getElementById('conn').textContent === 'live'",
+        "the stream",
+    )
+    .await;
+
+    // The app sends the typed message; the page only shows it.
+    lrg_providers::transport::ensure_tls_provider();
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "label": {"enum": ["bug", "feature"]},
+            "priority": {"type": "integer", "minimum": 1, "maximum": 5},
+            "steps": {"type": "array", "items": {"type": "string"}},
+            "duplicate_of": {"type": ["integer", "null"]}
+        },
+        "required": ["label", "priority", "steps"]
+    });
+    let sent = reqwest::Client::new()
+        .post(format!("{base}/v1/chat/sessions/{}/messages", link.session))
+        .bearer_auth(&link.chat_token)
+        .json(&json!({"text": "Triage: Save crashes the app", "output_schema": schema}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 202);
+
+    // The text streams in as it is written, then becomes the JSON block.
+    page.wait(
+        "document.querySelector('.turn.live .text') && document.querySelector('.turn.live .text').textContent.length > 0",
+        "the streamed answer",
+    )
+    .await;
+    page.wait(
+        "document.querySelector('.turn .json-answer')",
+        "the JSON block",
+    )
+    .await;
+    let value: Value = serde_json::from_str(answer).unwrap();
+    let pretty = serde_json::to_string_pretty(&value).unwrap();
+    assert_eq!(
+        page.js("return document.querySelector('.json-answer pre.json').textContent")
+            .await,
+        json!(pretty)
+    );
+    assert_eq!(
+        page.js(
+            "return getComputedStyle(document.querySelector('.json-answer pre.json')).whiteSpace"
+        )
+        .await,
+        json!("pre"),
+        "indentation kept"
+    );
+    let font = page
+        .js("return getComputedStyle(document.querySelector('.json-answer pre.json')).fontFamily")
+        .await;
+    assert!(font.as_str().unwrap().contains("monospace"), "{font}");
+    assert_eq!(
+        page.js("return document.querySelector('.json-answer button.copy').textContent")
+            .await,
+        json!("Copy")
+    );
+    assert_eq!(
+        page.js("return document.querySelectorAll('.turn:not(.live) .text').length")
+            .await,
+        json!(0),
+        "the typed answer is not also shown as prose"
+    );
+    page.wait("!document.getElementById('send').disabled", "idle")
+        .await;
+    let shot = page.shot("typed-answer").await;
+    let _ = std::fs::copy(&shot, std::env::temp_dir().join("lrg-typed-answer.png"));
+
+    // Copy, through the clipboard API: the compact JSON.
+    page.js("window.copied = null; navigator.clipboard.writeText = (t) => { window.copied = t; return Promise.resolve(); }; return null").await;
+    page.click(".json-answer button.copy").await;
+    page.wait("window.copied !== null", "the copy").await;
+    assert_eq!(page.js("return window.copied").await, json!(answer));
+    page.wait(
+        "document.querySelector('.json-answer button.copy').textContent === 'Copied'",
+        "the copy said",
+    )
+    .await;
+
+    // Without a clipboard API: the compact JSON, selected in a box.
+    page.js("Object.defineProperty(navigator, 'clipboard', { value: undefined, configurable: true }); return null").await;
+    page.click(".json-answer button.copy").await;
+    page.wait(
+        "document.querySelector('.json-answer .copy-text')",
+        "the selected JSON",
+    )
+    .await;
+    assert_eq!(
+        page.js("const a = document.querySelector('.json-answer .copy-text'); return [a.value, document.activeElement === a, a.selectionStart, a.selectionEnd]").await,
+        json!([answer, true, 0, answer.len()])
+    );
+    page.shot("typed-answer-selected").await;
+
+    // A plain message after it: prose, no JSON block.
+    page.type_in(&format!("in words?{ENTER}")).await;
+    page.wait(
+        "document.querySelector('.turn:not(.live) .text')",
+        "the plain answer",
+    )
+    .await;
+    assert_eq!(
+        page.js("return [document.querySelector('.turn:not(.live) .text').textContent, document.querySelectorAll('.json-answer').length]").await,
+        json!(["It is a bug, priority 2.", 1])
+    );
+
+    // A reload replays the events: the block again.
+    page.client.refresh().await.unwrap();
+    page.wait(
+        "document.querySelector('.json-answer pre.json')",
+        "the JSON block after reload",
+    )
+    .await;
+    assert_eq!(
+        page.js("return document.querySelector('.json-answer pre.json').textContent")
+            .await,
+        json!(pretty)
+    );
     page.client.close().await.unwrap();
 }

@@ -215,40 +215,175 @@ async fn bad_keys_are_a_400_naming_the_rule() {
     assert_eq!(h.server.chat_count(), 0);
 }
 
+/// The keys with another model: 409 with the stored model and nothing
+/// changed, unless the body says what to do: `replace` archives the old
+/// chat (kept, live, listed) and starts a new one, `carry_over` moves the
+/// conversation to the model. Naming no model resumes on the stored one.
 #[tokio::test]
-async fn the_keys_on_another_model_start_a_new_chat() {
+async fn the_keys_on_another_model_are_refused_replaced_or_carried_over() {
     let dir = TempDir::new().unwrap();
     let h = server(&dir, script()).await;
     let (_, v) = h.open_raw(keyed("script:first")).await;
     let first = Chat::of(&v);
     let mut events = h.events(&first, 0).await;
     say(&h, &first, &mut events, "echo kept").await;
+    let file = dir.path().join(format!("{}.jsonl", first.id));
+    let kept = std::fs::read(&file).unwrap();
 
     let (s, v) = h.open_raw(keyed("script:second")).await;
+    assert_eq!(
+        (s, v["error"]["kind"].as_str()),
+        (409, Some("other_model")),
+        "{v}"
+    );
+    assert_eq!(v["stored_model"], "script:first", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("carry_over") && message.contains("replace"),
+        "{message}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), kept, "nothing changed");
+    let (s, _) = h.get(&first, "/transcript").await;
+    assert_eq!(s, 200, "the chat goes on");
+    assert_eq!(h.server.chat_count(), 1);
+
+    // No model: the kept chat, on its own model.
+    let mut no_model = keyed("script:first");
+    no_model.as_object_mut().unwrap().remove("model");
+    let (s, v) = h.open_raw(no_model).await;
+    assert_eq!((s, v["opened"].as_str()), (200, Some("live")), "{v}");
+    assert_eq!(Chat::of(&v).id, first.id);
+
+    // Both ways at once, or without keys: refused, naming the field.
+    let mut both = keyed("script:second");
+    both["replace"] = json!(true);
+    both["carry_over"] = json!(true);
+    let (s, v) = h.open_raw(both).await;
+    assert_eq!(s, 400, "{v}");
+    let (s, v) = h
+        .open_raw(json!({"model": "script:second", "replace": true}))
+        .await;
+    assert_eq!(s, 400, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("`replace`"),
+        "{v}"
+    );
+
+    // Replace: a new chat; the old one archived, still live and kept.
+    let mut replace = keyed("script:second");
+    replace["replace"] = json!(true);
+    let (s, v) = h.open_raw(replace).await;
     assert_eq!((s, v["opened"].as_str()), (201, Some("replaced")), "{v}");
     let second = Chat::of(&v);
     assert_ne!(second.id, first.id);
     let (_, t) = h.get(&second, "/transcript").await;
     assert_eq!(t["rows"], json!([]), "no conversation is handed over");
-    let (s, _) = h.get(&first, "/transcript").await;
-    assert_eq!(s, 403, "the old chat ended");
-    assert!(!dir.path().join(format!("{}.jsonl", first.id)).exists());
-    assert_eq!(h.server.chat_count(), 1);
+    let (s, t) = h.get(&first, "/transcript").await;
+    assert_eq!(s, 200, "the old chat is not ended");
+    assert_eq!(t["rows"].as_array().unwrap().len(), 3, "{t}");
+    let header = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        header.lines().next().unwrap().contains("\"archived\":true"),
+        "{header}"
+    );
+    assert_eq!(h.server.chat_count(), 2);
 
-    // Switching models keeps the keys: they open the new chat.
-    let (s, v) = h
-        .post(
-            &second,
-            "/model",
-            json!({"model": "script:first", "confirm": true}),
-        )
-        .await;
-    assert_eq!(s, 201, "{v}");
-    let third = Chat::of(&v);
+    // Carry over: the keys' chat (now the new one) moves to script:first,
+    // rebuilt under its id, with a model_switched after its history.
+    let mut carry = keyed("script:first");
+    carry["carry_over"] = json!(true);
+    let (s, v) = h.open_raw(carry).await;
+    assert_eq!(
+        (s, v["opened"].as_str()),
+        (201, Some("carried_over")),
+        "{v}"
+    );
+    let carried = Chat::of(&v);
+    assert_eq!(carried.id, second.id);
+    let (_, m) = h.get(&carried, "/models").await;
+    assert_eq!(m["current"]["id"], "script:first");
+    let mut log = h.events(&carried, 0).await;
+    let switched = log.until("model_switched", |_| true).await;
+    assert_eq!(
+        (switched["from"].as_str(), switched["to"].as_str()),
+        (Some("script:second"), Some("script:first"))
+    );
+    let (s, _) = h.get(&second, "/transcript").await;
+    assert_eq!(s, 403, "the rebuilt chat has a token of its own");
     let (s, v) = h.open_raw(keyed("script:first")).await;
     assert_eq!((s, v["opened"].as_str()), (200, Some("live")), "{v}");
-    assert_eq!(Chat::of(&v).id, third.id);
-    assert!(!dir.path().join(format!("{}.jsonl", second.id)).exists());
+    h.server.shutdown().await;
+}
+
+/// `POST …/model`: without `carry_over`, a new chat (201, as an open
+/// answers) while the old one stays live and kept (archived: the keys go
+/// to the new chat); with it, the same chat goes on on the model (200).
+#[tokio::test]
+async fn switching_models_opens_a_new_chat_or_carries_this_one_over() {
+    let dir = TempDir::new().unwrap();
+    let h = server(&dir, script()).await;
+    let (_, v) = h.open_raw(keyed("script:first")).await;
+    let first = Chat::of(&v);
+    let mut events = h.events(&first, 0).await;
+    say(&h, &first, &mut events, "echo kept").await;
+    let file = dir.path().join(format!("{}.jsonl", first.id));
+
+    let (s, v) = h
+        .post(&first, "/model", json!({"model": "script:second"}))
+        .await;
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(v["opened"], "created", "{v}");
+    let next = Chat::of(&v);
+    assert_ne!(next.id, first.id);
+    let (_, t) = h.get(&next, "/transcript").await;
+    assert_eq!(t["rows"], json!([]));
+    let (s, t) = h.get(&first, "/transcript").await;
+    assert_eq!(s, 200, "the old chat is not ended");
+    assert_eq!(t["rows"].as_array().unwrap().len(), 3, "{t}");
+    let header = std::fs::read_to_string(&file).unwrap();
+    assert!(header.lines().next().unwrap().contains("\"archived\":true"));
+    // The keys open the new chat.
+    let (s, v) = h.open_raw(keyed("script:second")).await;
+    assert_eq!((s, v["opened"].as_str()), (200, Some("live")), "{v}");
+    assert_eq!(Chat::of(&v).id, next.id);
+
+    // Carried over: 200, the same chat and token, on the new model.
+    let (s, v) = h
+        .post(
+            &first,
+            "/model",
+            json!({"model": "script:second", "carry_over": true}),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["opened"], "carried_over", "{v}");
+    assert_eq!(Chat::of(&v).id, first.id);
+    assert_eq!(Chat::of(&v).token, first.token);
+    let switched = events.until("model_switched", |_| true).await;
+    assert_eq!(
+        (switched["from"].as_str(), switched["to"].as_str()),
+        (Some("script:first"), Some("script:second"))
+    );
+    let (_, m) = h.get(&first, "/models").await;
+    assert_eq!(m["current"]["id"], "script:second");
+    let header = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        header
+            .lines()
+            .next()
+            .unwrap()
+            .contains("\"model\":\"script:second\""),
+        "{header}"
+    );
+    // The conversation goes on, on the new model.
+    say(&h, &first, &mut events, "and now?").await;
+    let (_, t) = h.get(&first, "/transcript").await;
+    let rows = t["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 5, "{t}");
+    assert_eq!(rows[4]["text"], "second");
     h.server.shutdown().await;
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use lrg_chat::events::Event;
 use lrg_chat::registry::{
-    OpenRequest, Opened, OpenedHow, RegistryConfig, RegistryError, SessionRegistry,
+    OpenRequest, Opened, OpenedHow, OtherModel, RegistryConfig, RegistryError, SessionRegistry,
 };
 use lrg_chat::store::{
     JsonlStore, ListFilter, ModelBinding, SessionId, SessionKeys, SessionMeta, SessionState,
@@ -114,7 +114,8 @@ async fn a_keyed_chat_resumes_after_a_restart_with_its_history_as_events() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "Yes, milk.".into()
+            text: "Yes, milk.".into(),
+            json: None,
         }
     );
     let stored = second.store().unwrap().load(&resumed.id).await.unwrap();
@@ -140,7 +141,7 @@ async fn a_live_session_answers_itself() {
 }
 
 #[tokio::test]
-async fn another_model_starts_a_new_chat_the_same_model_resumes() {
+async fn another_model_is_refused_or_replaced_never_deleted_the_same_model_resumes() {
     let dir = TempDir::new().unwrap();
     let script = ScriptedModel::new(two_tool_chat());
     let registry = registry(Some(jsonl(&dir)), &script, RegistryConfig::default());
@@ -157,26 +158,87 @@ async fn another_model_starts_a_new_chat_the_same_model_resumes() {
     assert_eq!(moved.id, first.id);
     assert_eq!(moved.session.history(), first.session.history());
 
-    // Another model: a new, empty chat; the old one is gone.
+    // Another model: refused by default, nothing changed.
+    let err = registry
+        .open(OpenRequest::keyed(
+            keys("doc:1"),
+            ModelBinding::new("openai:gpt-test"),
+        ))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, RegistryError::OtherModel { id, stored_model, asked_model }
+            if *id == first.id && stored_model == "script:scripted" && asked_model == "openai:gpt-test"),
+        "{err}"
+    );
+    assert!(registry.get(&first.id).is_some(), "still live");
+
+    // Asked to replace it: a new, empty chat; the old one is archived, kept.
     let other = open(
         &registry,
-        OpenRequest::keyed(keys("doc:1"), ModelBinding::new("openai:gpt-test")),
+        OpenRequest::keyed(keys("doc:1"), ModelBinding::new("openai:gpt-test"))
+            .on_other_model(OtherModel::Replace),
     )
     .await;
     assert_eq!(
         other.how,
         OpenedHow::Replaced {
-            old: first.id.clone(),
+            archived: first.id.clone(),
             old_model: "script:scripted".into()
         }
     );
     assert!(other.session.history().is_empty());
     let store = registry.store().unwrap();
-    assert!(matches!(
-        store.load(&first.id).await,
-        Err(StoreError::NotFound(_))
-    ));
-    assert_eq!(store.list(&ListFilter::all()).await.unwrap().len(), 1);
+    let old = store.load(&first.id).await.unwrap();
+    assert!(old.meta.archived);
+    assert_eq!(old.rows.len(), 4);
+    assert_eq!(store.list(&ListFilter::all()).await.unwrap().len(), 2);
+}
+
+/// Without a store the same rules hold for the live chats: another model
+/// is refused, carried over from the live history, or replaced with the
+/// old chat kept live.
+#[tokio::test]
+async fn in_memory_the_keys_on_another_model_are_refused_carried_or_replaced() {
+    let script = ScriptedModel::new(two_tool_chat());
+    let registry = registry(None, &script, RegistryConfig::default());
+    let first = open(&registry, OpenRequest::keyed(keys("doc:1"), model())).await;
+    say(&first.session, "what is on my todo note?").await;
+    let history = first.session.history();
+    let other = || OpenRequest::keyed(keys("doc:1"), ModelBinding::new("openai:gpt-test"));
+
+    let err = registry.open(other()).await.unwrap_err();
+    assert!(matches!(err, RegistryError::OtherModel { .. }), "{err}");
+    let carried = open(&registry, other().on_other_model(OtherModel::CarryOver)).await;
+    assert_eq!(carried.id, first.id);
+    assert_eq!(
+        carried.how,
+        OpenedHow::CarriedOver {
+            from: "script:scripted".into(),
+            rows: 4
+        }
+    );
+    assert_eq!(carried.session.history(), history);
+    assert_eq!(
+        registry.kept_model(&keys("doc:1")).await.unwrap(),
+        Some(ModelBinding::new("openai:gpt-test"))
+    );
+
+    let replaced = open(
+        &registry,
+        OpenRequest::keyed(keys("doc:1"), model()).on_other_model(OtherModel::Replace),
+    )
+    .await;
+    assert_eq!(
+        replaced.how,
+        OpenedHow::Replaced {
+            archived: first.id.clone(),
+            old_model: "openai:gpt-test".into()
+        }
+    );
+    assert!(registry.is_live(&first.id), "the old chat goes on");
+    let again = open(&registry, OpenRequest::keyed(keys("doc:1"), model())).await;
+    assert_eq!((again.how, again.id), (OpenedHow::Live, replaced.id));
 }
 
 #[tokio::test]
@@ -411,7 +473,8 @@ async fn a_write_error_warns_once_and_the_chat_goes_on_in_memory() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "Yes, milk.".into()
+            text: "Yes, milk.".into(),
+            json: None,
         }
     );
     assert!(!opened.session.is_saving().await);
@@ -448,7 +511,10 @@ async fn a_store_that_cannot_create_leaves_an_unsaved_chat_that_says_so() {
     assert!(!opened.session.is_saving().await);
     assert_eq!(
         say(&opened.session, "hello").await,
-        TurnOutcome::Completed { text: "hi".into() }
+        TurnOutcome::Completed {
+            text: "hi".into(),
+            json: None,
+        }
     );
     let first = &opened.session.events().entries()[0];
     let Event::Warning { message, .. } = &first.event else {
@@ -527,7 +593,8 @@ async fn open_with_builds_only_when_needed_and_before_any_change() {
     // Another model that cannot be had: refused, the old chat untouched.
     let err = registry
         .open_with(
-            OpenRequest::keyed(keys("doc:1"), ModelBinding::new("nope:x")),
+            OpenRequest::keyed(keys("doc:1"), ModelBinding::new("nope:x"))
+                .on_other_model(OtherModel::Replace),
             |binding: &ModelBinding| {
                 let model = binding.model.clone();
                 async move {
@@ -543,7 +610,9 @@ async fn open_with_builds_only_when_needed_and_before_any_change() {
     assert!(err.to_string().contains("no such model"), "{err}");
     let stored = registry.store().unwrap().load(&first.id).await.unwrap();
     assert_eq!(stored.rows, first.session.history());
+    assert!(registry.is_live(&first.id), "still live, as it was");
     // No factory: `open` refuses once a session must be built.
+    registry.release(&first.id).await;
     let err = registry
         .open(OpenRequest::keyed(keys("doc:1"), model()))
         .await

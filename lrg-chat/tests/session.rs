@@ -21,7 +21,8 @@ async fn plain_reply() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "Hello there.".into()
+            text: "Hello there.".into(),
+            json: None,
         }
     );
     assert_pairing(&session);
@@ -40,7 +41,8 @@ async fn read_tool_runs_without_asking() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "You need milk.".into()
+            text: "You need milk.".into(),
+            json: None,
         }
     );
     assert_eq!(
@@ -383,7 +385,8 @@ async fn transient_error_is_retried() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "Hello.".into()
+            text: "Hello.".into(),
+            json: None,
         }
     );
     assert_eq!(model.turns_played(), 2);
@@ -449,7 +452,8 @@ async fn invalid_arguments_go_back_to_the_model() {
     assert_eq!(
         finish(session.send("todo?").unwrap()).await,
         TurnOutcome::Completed {
-            text: "Milk.".into()
+            text: "Milk.".into(),
+            json: None,
         }
     );
     let Part::ToolResult(error) = &model.requests()[1].messages[2].parts[0] else {
@@ -570,7 +574,8 @@ async fn retry_last_regenerates_the_answer() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "third".into()
+            text: "third".into(),
+            json: None,
         }
     );
     let texts: Vec<_> = session.history().iter().map(|m| m.text()).collect();
@@ -743,7 +748,8 @@ async fn a_panicking_tool_fails_the_turn_but_not_the_session() {
     assert_eq!(
         finish(session.send("again").unwrap()).await,
         TurnOutcome::Completed {
-            text: "recovered".into()
+            text: "recovered".into(),
+            json: None,
         }
     );
     assert_pairing(&session);

@@ -215,3 +215,43 @@ async fn clear_then_late_append_cannot_resurrect() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "files left: {left:?}");
 }
+
+/// Archiving and moving to another model rewrite the header only: every
+/// other line is kept byte for byte, a file from before archiving (no
+/// `archived` field) reads as not archived, and an archived chat's lock
+/// note names no keys, so even damaged past reading it holds none.
+#[tokio::test]
+async fn archiving_rewrites_the_header_only_and_releases_the_keys_for_good() {
+    let dir = TempDir::new().unwrap();
+    let keys = lrg_chat::store::SessionKeys::new("alice", "doc:1").unwrap();
+    let store = JsonlStore::new(dir.path());
+    let meta = meta().with_keys(keys.clone());
+    store.create(&meta).await.unwrap();
+    store
+        .append(&meta.id, &exchange("a", 1), &state(1))
+        .await
+        .unwrap();
+    let path = store.path_of(&meta.id);
+    let before = std::fs::read(&path).unwrap();
+    assert!(!String::from_utf8_lossy(&before).contains("archived"));
+    let body = |bytes: &[u8]| bytes[bytes.iter().position(|&b| b == b'\n').unwrap()..].to_vec();
+
+    let to = lrg_chat::store::ModelBinding::new("openai:gpt-test");
+    store.rebind(&meta.id, &to).await.unwrap();
+    assert!(store.archive(&meta.id).await.unwrap());
+    store.release(&meta.id).await;
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(body(&after), body(&before), "the rows are untouched");
+    let header = String::from_utf8_lossy(&after[..after.len() - body(&after).len()]).to_string();
+    assert!(header.contains("\"archived\":true"), "{header}");
+    assert!(header.contains("\"model\":\"openai:gpt-test\""), "{header}");
+    let note = std::fs::read_to_string(path.with_extension("lock")).unwrap();
+    assert!(!note.contains("doc:1"), "{note}");
+
+    // Damaged past reading: listed as damaged, but it holds no keys.
+    std::fs::write(&path, b"").unwrap();
+    let damaged = store.damaged().await.unwrap();
+    assert_eq!(damaged.len(), 1);
+    assert_eq!(damaged[0].keys, None);
+    assert!(store.find(&keys).await.unwrap().is_none());
+}

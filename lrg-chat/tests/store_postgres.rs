@@ -223,6 +223,9 @@ async fn postgres_passes_the_conformance_suite() {
     open_calls_are_answered_on_load(&fresh(&server, "lrg_open_calls").await).await;
     ten_thousand_rows(&fresh(&server, "lrg_ten_thousand").await).await;
     sub_agents_go_with_their_parent(&fresh(&server, "lrg_sub_agents").await).await;
+    archive_releases_the_keys(&fresh(&server, "lrg_archive").await).await;
+    rebind_moves_a_chat_to_another_model(&fresh(&server, "lrg_rebind").await).await;
+    the_registry_never_loses_a_chat_on_another_model(&fresh(&server, "lrg_reopen").await).await;
     damage_is_refused_and_left_as_it_is(&fresh(&server, "lrg_damage").await).await;
     let bad = PgStore::connect("host=/nonexistent/socket user=x dbname=y").await;
     assert!(bad.is_err());

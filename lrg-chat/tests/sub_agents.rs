@@ -262,7 +262,8 @@ async fn three_sub_agents_report_out_of_order_and_the_parent_reacts_to_each() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "Three helpers are on it.".into()
+            text: "Three helpers are on it.".into(),
+            json: None,
         }
     );
     // The spawn returned at once: all three are still at their gates.
@@ -695,7 +696,8 @@ async fn an_answer_that_comes_while_the_parent_works_waits_for_the_end_of_its_me
     assert_eq!(
         finish(second).await,
         TurnOutcome::Completed {
-            text: "Second message done.".into()
+            text: "Second message done.".into(),
+            json: None,
         }
     );
     settled(&s.session).await;

@@ -103,7 +103,8 @@ async fn a_hermes_text_call_runs_the_mcp_tool_and_the_model_replies() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "The tool said: héllo \"there\".".into()
+            text: "The tool said: héllo \"there\".".into(),
+            json: None,
         }
     );
     assert_eq!(tool_results(&session), ["héllo \"there\""]);
@@ -128,7 +129,8 @@ async fn an_unreadable_call_gets_a_recovery_result_and_a_warning() {
     assert_eq!(
         outcome,
         TurnOutcome::Completed {
-            text: "Done.".into()
+            text: "Done.".into(),
+            json: None,
         }
     );
     let results = tool_results(&session);

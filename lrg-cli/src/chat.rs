@@ -3,6 +3,7 @@
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::Arc;
 
+use lrg_chat::store::ModelBinding;
 use lrg_chat::{SessionError, TurnHandle, TurnOutcome};
 use tokio::sync::Mutex;
 
@@ -20,7 +21,7 @@ Type a message and press Enter. Commands:
   /clear    start over with an empty conversation
   /compact  replace the conversation with a summary (frees context)
   /models   list the models reachable now (also /model)
-  /model PROVIDER:MODEL  start a new chat on another model
+  /model PROVIDER:MODEL  carry the chat over to another model (or start a new one)
   /help     show this help
   /quit     leave (or Ctrl-D)
 Ctrl-C stops the model's turn; a second Ctrl-C (or one at the prompt) quits.";
@@ -139,8 +140,11 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
     Ok(Exit::Replied)
 }
 
-/// `/model PROVIDER:MODEL`: connect it, ask when the switch drops the
-/// conversation or goes to a cloud, then start a new chat on it.
+/// `/model PROVIDER:MODEL`: connect it, then ask what to do with the
+/// conversation: carry it over to the new model, or (for a chat that is not
+/// kept) leave it behind and start a new one. A kept chat is never emptied
+/// here: a new chat under its key is `lrg chat --session KEY --replace`,
+/// which archives the old one.
 async fn switch(
     args: &ChatArgs,
     ready: &setup::Ready,
@@ -171,34 +175,66 @@ async fn switch(
         .session
         .switch_check(&info)
         .map_err(|e| e.to_string())?;
-    if check.needs_confirmation() {
-        let mut why = Vec::new();
-        if check.drops_history {
-            why.push("this conversation is left behind".to_string());
+    let kept = ready.session.store_id().is_some();
+    let cloud = info.sends_to.as_ref().filter(|_| check.to_cloud);
+    let choice = if check.needs_confirmation() || kept {
+        let to_cloud = cloud.map_or_else(String::new, |host| format!(" (it is sent to {host})"));
+        if kept {
+            eprint!(
+                "Carry this kept conversation over to {}{to_cloud}? \
+                 [c = carry over, Enter = keep the current model] \
+                 (for a new chat under this key instead: lrg chat --session KEY --replace --model {}) ",
+                info.id(),
+                info.id()
+            );
+        } else {
+            eprint!(
+                "Carry this conversation over to {}{to_cloud}, or start a new chat on it \
+                 (this one is left behind)? [c = carry over, n = new chat, Enter = keep the \
+                 current model] ",
+                info.id()
+            );
         }
-        if let Some(host) = info.sends_to.as_ref().filter(|_| check.to_cloud) {
-            why.push(format!("the new chat is sent to {host}"));
-        }
-        eprint!(
-            "Start a new chat on {}? ({}) [y/N] ",
-            info.id(),
-            why.join("; ")
-        );
         let _ = std::io::stderr().flush();
         let answer = lines.lock().await.next().await.unwrap_or_default();
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            return Err("kept the current model".into());
+        match answer.trim().to_ascii_lowercase().as_str() {
+            "c" | "carry" => Switch::CarryOver,
+            "n" | "new" if !kept => Switch::NewChat,
+            _ => return Err("kept the current model".into()),
+        }
+    } else {
+        // Nothing said yet and no cloud: nothing to lose and nowhere new it goes.
+        Switch::NewChat
+    };
+    match choice {
+        Switch::CarryOver => {
+            ready
+                .session
+                .carry_over(&ready.source, model, ModelBinding::new(info.id()))
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("Carried over to {}.", info.id());
+        }
+        Switch::NewChat => {
+            ready
+                .session
+                .switch_model(&ready.source, model)
+                .map_err(|e| e.to_string())?;
+            eprintln!("New chat on {}.", info.id());
         }
     }
-    ready
-        .session
-        .switch_model(&ready.source, model)
-        .map_err(|e| e.to_string())?;
-    eprintln!("New chat on {}.", info.id());
     if let Some(host) = &info.sends_to {
         eprintln!("This conversation is sent to {host}");
     }
     Ok(())
+}
+
+/// What `/model` does with the conversation.
+enum Switch {
+    /// Moves it to the new model (native parts dropped).
+    CarryOver,
+    /// Leaves it behind (a chat that is not kept only).
+    NewChat,
 }
 
 /// Send `text`, after any turn the model is taking on its own to react to a

@@ -315,6 +315,11 @@ pub struct RunArgs {
     /// Write the final reply to FILE
     #[arg(long, value_name = "FILE")]
     pub output_last_message: Option<PathBuf>,
+    /// Make the final answer JSON matching the JSON Schema in FILE: stdout is then that JSON
+    /// alone, on one line (answers that do not match are sent back to be corrected; exit 1 when
+    /// none does, 2 when FILE is not a valid JSON Schema)
+    #[arg(long, value_name = "FILE", conflicts_with = "sub_agents")]
+    pub output_schema: Option<PathBuf>,
     /// Record every model request and answer to FILE (replay it with --model replay:FILE)
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -442,6 +447,14 @@ pub struct SessionArgs {
     /// beside it (`<chat>.jsonl.archive-<n>`), never deleted [default: all rows kept]
     #[arg(long, value_name = "N", requires = "session", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_kept_rows: Option<u64>,
+    /// When KEY's chat is on another model than --model: carry its conversation over to the new
+    /// model (which receives all of it) and go on there
+    #[arg(long, requires = "session", conflicts_with = "replace")]
+    pub carry_over: bool,
+    /// When KEY's chat is on another model than --model: start a new chat under KEY; the old one
+    /// is archived, not deleted (`lrg sessions` lists it with its archive id)
+    #[arg(long, requires = "session")]
+    pub replace: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -462,16 +475,16 @@ pub struct SessionsArgs {
 /// `lrg sessions` subcommands.
 #[derive(Debug, Clone, Subcommand)]
 pub enum SessionsAction {
-    /// List your kept chats: key, model, rows, last used
+    /// List your kept chats: key, model, rows, last used (archived ones with their archive id)
     List,
     /// Print a kept chat's transcript
     Show {
-        /// The chat's key (as given to --session)
+        /// The chat's key (as given to --session), or an archived chat's archive id
         key: String,
     },
     /// Delete a kept chat
     Rm {
-        /// The chat's key (as given to --session)
+        /// The chat's key (as given to --session), or an archived chat's archive id
         key: String,
     },
 }

@@ -82,6 +82,8 @@ fn model_line(m: &CatalogModel) -> String {
     if m.native_tools == Some(true) {
         notes.push("tools".into());
     }
+    // How a typed answer (`--output-schema`) is held to its schema.
+    notes.push(format!("typed: {}", m.output_mode));
     if let Some(size) = m.size_bytes {
         notes.push(human_size(size));
     }

@@ -60,6 +60,10 @@ pub enum Format {
     Plain,
     /// Every event as a JSON line on stdout.
     Json,
+    /// As [`Plain`](Self::Plain), but the reply as it is written goes to
+    /// stderr: stdout is left to the command (`run --output-schema` prints
+    /// the validated JSON there, alone).
+    Typed,
 }
 
 struct Call {
@@ -145,8 +149,13 @@ struct Human {
     err: Style,
     /// Whether stdout is at the start of a line.
     out_at_line_start: bool,
-    /// Whether reasoning is being streamed on stderr (needs a newline after).
+    /// Whether reasoning (or a typed reply) is being streamed on stderr
+    /// (needs a newline after).
     reasoning_open: bool,
+    /// Whether the reply is streamed on stdout (else on stderr).
+    reply_on_stdout: bool,
+    /// Whether the open stderr line is the reply's (not reasoning).
+    reply_open: bool,
 }
 
 /// Prints events and answers approval questions as they arrive.
@@ -167,10 +176,12 @@ impl Printer {
         };
         let output: Box<dyn Output> = match format {
             Format::Json => Box::new(JsonLines),
-            Format::Plain => Box::new(Human {
+            Format::Plain | Format::Typed => Box::new(Human {
                 err,
                 out_at_line_start: true,
                 reasoning_open: false,
+                reply_on_stdout: format == Format::Plain,
+                reply_open: false,
             }),
         };
         Self {
@@ -257,6 +268,21 @@ impl Output for Human {
     fn show(&mut self, entry: &LogEntry, calls: &Calls) {
         let err = self.err;
         match &entry.event {
+            Event::Delta {
+                kind: DeltaKind::Text,
+                text,
+            } if !self.reply_on_stdout => {
+                if !self.reply_open {
+                    self.close_reasoning();
+                }
+                let mut e = std::io::stderr().lock();
+                let _ = write!(e, "{text}");
+                let _ = e.flush();
+                if !text.is_empty() {
+                    self.reasoning_open = true;
+                    self.reply_open = true;
+                }
+            }
             Event::Delta {
                 kind: DeltaKind::Text,
                 text,
@@ -388,6 +414,13 @@ impl Output for Human {
                 );
             }
             Event::Cleared => eprintln!("{}", err.dim("conversation cleared")),
+            Event::ModelSwitched { from, to } => {
+                self.finish_line();
+                eprintln!(
+                    "{}",
+                    err.dim(&format!("── switched from {from} to {to} ──"))
+                );
+            }
             Event::Permissions {
                 saved: false,
                 save_error,
@@ -411,6 +444,7 @@ impl Human {
             eprintln!();
             self.reasoning_open = false;
         }
+        self.reply_open = false;
     }
 }
 

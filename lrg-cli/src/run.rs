@@ -1,6 +1,8 @@
 //! `lrg run`: one message, run to completion.
 
-use lrg_chat::TurnOutcome;
+use std::path::Path;
+
+use lrg_chat::{OutputSchema, TurnOutcome};
 use lrg_providers::ProviderError;
 
 use crate::approve::Approver;
@@ -14,6 +16,9 @@ use crate::usage;
 
 /// Run `args`' message and return how it ended.
 pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
+    // A schema that cannot be used is bad usage, said before any model is
+    // contacted (or the prompt read).
+    let schema = args.output_schema.as_deref().map(read_schema).transpose()?;
     let from_stdin = !matches!(args.prompt.as_deref(), Some(p) if p != "-");
     let prompt = input::prompt(args.prompt.clone()).await?;
     let ready = setup::session(SessionFlags {
@@ -40,6 +45,9 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
     };
     let format = if args.json {
         Format::Json
+    } else if schema.is_some() {
+        // Stdout is the validated JSON's alone.
+        Format::Typed
     } else {
         Format::Plain
     };
@@ -48,7 +56,11 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
     let running = Running::start_after(printer, ready.shown);
     let ctrl_c = CtrlC::watch(session.clone(), Exit::Stopped);
 
-    let outcome = match session.send(prompt.as_str()) {
+    let sent = match schema {
+        Some(schema) => session.send_output(prompt.as_str(), schema),
+        None => session.send(prompt.as_str()),
+    };
+    let outcome = match sent {
         Ok(handle) => handle.await,
         Err(e) => TurnOutcome::Failed {
             error: ProviderError::Other {
@@ -66,7 +78,18 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
     ready.host.shutdown().await;
 
     match outcome {
-        TurnOutcome::Completed { text } => {
+        TurnOutcome::Completed { text, json } => {
+            // A typed answer is its JSON, on one line: on stdout (unless
+            // the events are), and as the last message.
+            let text = match json.map(|j| serde_json::to_string(&j)) {
+                Some(Ok(line)) => {
+                    if !args.json {
+                        crate::out::line(&line);
+                    }
+                    line
+                }
+                _ => text,
+            };
             if let Some(path) = &args.output_last_message {
                 std::fs::write(path, &text)
                     .map_err(|e| usage!("--output-last-message {}: {e}", path.display()))?;
@@ -76,17 +99,37 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
             }
             Ok(Exit::Replied)
         }
+        TurnOutcome::Invalid { text, errors } => {
+            let file = args.output_schema.as_deref().unwrap_or(Path::new("?"));
+            Err(CliError::failed(anyhow::anyhow!(
+                "the answer never matched the JSON Schema in {}: {}\nits last answer: {}",
+                file.display(),
+                errors.join("; "),
+                crate::printer::clip(text.trim(), 500)
+            )))
+        }
         // The error was shown as an event (stderr, or a JSON line).
         TurnOutcome::Failed { .. } => Ok(Exit::Failed),
         _ => Ok(Exit::Stopped),
     }
 }
 
+/// The answer schema in `path`: a usage error naming the file and the
+/// problem when it cannot be read, is not JSON, or is not a JSON Schema
+/// that can be used.
+fn read_schema(path: &Path) -> Result<OutputSchema, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage!("--output-schema {}: cannot read it: {e}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| usage!("--output-schema {}: not JSON: {e}", path.display()))?;
+    OutputSchema::new(value).map_err(|e| usage!("--output-schema {}: {e}", path.display()))
+}
+
 /// With sub-agents, the run ends when they have all answered and the model
 /// has reacted to each: the final answer is the last reaction's.
 async fn settle(session: &lrg_chat::ChatSession, outcome: TurnOutcome) -> TurnOutcome {
     session.wait_settled().await;
-    let TurnOutcome::Completed { text } = outcome else {
+    let TurnOutcome::Completed { text, .. } = outcome else {
         return outcome;
     };
     let last = session
@@ -96,5 +139,8 @@ async fn settle(session: &lrg_chat::ChatSession, outcome: TurnOutcome) -> TurnOu
         .find(|m| m.role == lrg_providers::Role::Assistant && m.tool_calls().next().is_none())
         .map(|m| m.text())
         .unwrap_or(text);
-    TurnOutcome::Completed { text: last }
+    TurnOutcome::Completed {
+        text: last,
+        json: None,
+    }
 }

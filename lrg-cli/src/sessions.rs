@@ -3,17 +3,28 @@
 //!
 //! A key given on the command line is the session's context key; the client
 //! key is the OS user, so two people on one machine never share a chat.
+//!
+//! A kept chat is never lost on reopen: with no `--model` it resumes on its
+//! own model ([`kept_model`]); with another model the command exits 2 and
+//! changes nothing, unless `--carry-over` (the conversation moves to the
+//! new model) or `--replace` (a new chat under the key; the old one is
+//! archived, and `lrg sessions show`/`rm` take its archive id). Only
+//! `lrg sessions rm` deletes.
 
 use std::sync::Arc;
 
 use lrg_chat::ChatSession;
 use lrg_chat::events::Event;
-use lrg_chat::registry::{OpenRequest, OpenedHow, RegistryConfig, RegistryError, SessionRegistry};
+use lrg_chat::registry::{
+    OpenRequest, OpenedHow, OtherModel, RegistryConfig, RegistryError, SessionRegistry,
+};
 use lrg_chat::session::ChatSessionBuilder;
 use lrg_chat::store::{
-    JsonlStore, ListFilter, ModelBinding, SessionKey, SessionKeys, SessionStore, StoreError,
+    JsonlStore, ListFilter, ModelBinding, SessionId, SessionKey, SessionKeys, SessionStore,
+    SessionSummary, StoreError,
 };
 use lrg_chat::transcript::{Transcript, TranscriptRow};
+use lrg_providers::ModelInfo;
 
 use crate::cli::{SessionArgs, SessionsAction, SessionsArgs, StoreArgs};
 use crate::exit::{CliError, Exit};
@@ -108,15 +119,57 @@ pub struct Kept {
     pub registry: SessionRegistry,
 }
 
-/// Create or resume the chat kept under `key` on `model` (`provider:model`),
-/// in the store and with the bounds `saved` gives. A damaged chat under the
-/// key is refused (exit 2) and left as it is.
+/// The model the chat kept under `key` is on, if there is one: what a
+/// `--session` run with no `--model` (and no `LRG_MODEL`) resumes it on. A
+/// damaged chat under the key is refused (exit 2), as an open would.
+pub async fn kept_model(key: &str, saved: &SessionArgs) -> Result<Option<String>, CliError> {
+    let keys = keys(key)?;
+    let store = open_store(&saved.store).await?;
+    let found = store.find(&keys).await.map_err(store_error)?;
+    Ok(found.map(|f| f.meta.model.model))
+}
+
+/// What `--carry-over` / `--replace` ask for.
+fn policy(saved: &SessionArgs) -> OtherModel {
+    if saved.carry_over {
+        OtherModel::CarryOver
+    } else if saved.replace {
+        OtherModel::Replace
+    } else {
+        OtherModel::Refuse
+    }
+}
+
+/// Exit 2 for a key on another model: nothing changed, and both ways
+/// forward named.
+fn other_model(key: &str, stored: &str, info: &ModelInfo) -> CliError {
+    let asked = info.id();
+    let sent = info
+        .sends_to
+        .as_deref()
+        .map(|host| format!(", which sends it to {host}"))
+        .unwrap_or_default();
+    usage!(
+        "session {key} is a chat with {stored}, not {asked}; nothing was changed. \
+         Leave out --model to go on with {stored}, or:\n  \
+         --carry-over  carry this conversation over to {asked}{sent}\n  \
+         --replace     start a new chat under {key}; the old one is archived, not deleted \
+         (`lrg sessions` lists it)"
+    )
+}
+
+/// Create or resume the chat kept under `key` on `model` (`info`), in the
+/// store and with the bounds `saved` gives; keys on another model are
+/// refused (exit 2, nothing changed) unless `--carry-over` or `--replace`
+/// says what to do. A damaged chat under the key is refused (exit 2) and
+/// left as it is.
 pub async fn open_kept(
     key: &str,
     saved: &SessionArgs,
-    model: &str,
+    info: &ModelInfo,
     builder: impl Fn() -> ChatSessionBuilder + Send + Sync + 'static,
 ) -> Result<Kept, CliError> {
+    let model = info.id();
     let keys = keys(key)?;
     let store = open_store(&saved.store).await?;
     let max_kept_rows = saved
@@ -127,33 +180,43 @@ pub async fn open_kept(
         RegistryConfig::default().max_kept_rows(max_kept_rows),
     )
     .with_store(store);
-    let opened = registry
-        .open(OpenRequest::keyed(keys, ModelBinding::new(model)))
-        .await
-        .map_err(|e| match e {
-            RegistryError::Store(e) => store_error(e),
-            RegistryError::Keys(e) => usage!("--session: {e}"),
-            other => CliError::failed(other),
-        })?;
+    let request = OpenRequest::keyed(keys, ModelBinding::new(&model)).on_other_model(policy(saved));
+    let opened = registry.open(request).await.map_err(|e| match e {
+        RegistryError::Store(e) => store_error(e),
+        RegistryError::Keys(e) => usage!("--session: {e}"),
+        RegistryError::OtherModel { stored_model, .. } => other_model(key, &stored_model, info),
+        other => CliError::failed(other),
+    })?;
     match &opened.how {
         OpenedHow::Resumed { rows } => {
             eprintln!(
                 "lrg: resuming session {key} ({rows} rows; `lrg sessions show {key}` prints them)"
             )
         }
-        OpenedHow::Replaced { old_model, .. } => eprintln!(
-            "lrg: session {key} was a chat with {old_model}; a chat never moves to another model, \
-             so it was replaced by a new one with {model}"
+        OpenedHow::CarriedOver { from, rows } => {
+            let sent = info
+                .sends_to
+                .as_deref()
+                .map(|host| format!("; the conversation is being sent to {host}"))
+                .unwrap_or_default();
+            eprintln!("lrg: carrying session {key} ({rows} rows) over from {from} to {model}{sent}")
+        }
+        OpenedHow::Replaced {
+            archived,
+            old_model,
+        } => eprintln!(
+            "lrg: session {key} is a new chat with {model}; the old one with {old_model} is \
+             archived as {archived} (`lrg sessions show {archived}` prints it)"
         ),
         _ => {}
     }
-    // Printing starts after the replayed history (a warning about the file
-    // comes after it and is shown).
+    // Printing starts after the replayed history (a warning about the file,
+    // or the model switch of a carry-over, comes after it and is shown).
     let entries = opened.session.events().entries();
     let shown = entries
         .iter()
         .rev()
-        .find(|e| !matches!(e.event, Event::Warning { .. }))
+        .find(|e| !matches!(e.event, Event::Warning { .. } | Event::ModelSwitched { .. }))
         .and_then(|e| e.seq)
         .unwrap_or(0);
     Ok(Kept {
@@ -208,13 +271,19 @@ async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
         let mut out: Vec<_> = rows
             .iter()
             .map(|(key, s)| {
-                serde_json::json!({
+                let mut row = serde_json::json!({
                     "key": key,
                     "id": s.meta.id,
                     "model": s.meta.model.model,
                     "rows": s.rows,
                     "updated_ms": s.updated_ms,
-                })
+                    "archived": s.meta.archived,
+                });
+                // What `lrg sessions show` and `rm` take for it.
+                if let Some(archive_id) = s.meta.archive_id() {
+                    row["archive_id"] = serde_json::json!(archive_id);
+                }
+                row
             })
             .collect();
         out.extend(damaged.iter().map(|d| {
@@ -257,8 +326,13 @@ async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     for (key, s) in rows {
+        let archived = s
+            .meta
+            .archive_id()
+            .map(|id| format!("  (archived: {id})"))
+            .unwrap_or_default();
         out::line(format_args!(
-            "{key:width$}  {:mwidth$}  {:>5}  {}",
+            "{key:width$}  {:mwidth$}  {:>5}  {}{archived}",
             s.meta.model.model,
             s.rows,
             ago(now.saturating_sub(s.updated_ms))
@@ -286,16 +360,31 @@ fn ago(ms: u64) -> String {
     }
 }
 
-async fn find(
-    store: &dyn SessionStore,
-    key: &str,
-) -> Result<lrg_chat::store::SessionSummary, CliError> {
+/// The chat `key` names: the one kept under that key, else the archived
+/// chat whose archive id it is (yours only).
+async fn find(store: &dyn SessionStore, key: &str) -> Result<SessionSummary, CliError> {
     let keys = SessionKeys::new(&client_key(), key).map_err(|e| usage!("{e}"))?;
-    store
-        .find(&keys)
+    if let Some(found) = store.find(&keys).await.map_err(store_error)? {
+        return Ok(found);
+    }
+    archived(store, key)
+        .await?
+        .ok_or_else(|| usage!("no kept chat `{key}` (`lrg sessions` lists them)"))
+}
+
+/// Your archived chat whose archive id is `id`, if `id` is one.
+async fn archived(store: &dyn SessionStore, id: &str) -> Result<Option<SessionSummary>, CliError> {
+    let Ok(id) = id.parse::<SessionId>() else {
+        return Ok(None);
+    };
+    let mut mine = ListFilter::all();
+    mine.client_key = Some(client_key());
+    Ok(store
+        .list(&mine)
         .await
         .map_err(store_error)?
-        .ok_or_else(|| usage!("no kept chat `{key}` (`lrg sessions` lists them)"))
+        .into_iter()
+        .find(|s| s.meta.archive_id() == Some(&id)))
 }
 
 async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, CliError> {
@@ -350,7 +439,10 @@ async fn rm(store: &dyn SessionStore, key: &str) -> Result<Exit, CliError> {
     let keys = SessionKeys::new(&client_key(), key).map_err(|e| usage!("{e}"))?;
     let id = match store.find(&keys).await {
         Ok(Some(found)) => found.meta.id,
-        Ok(None) => return Err(usage!("no kept chat `{key}` (`lrg sessions` lists them)")),
+        Ok(None) => match archived(store, key).await? {
+            Some(found) => found.meta.id,
+            None => return Err(usage!("no kept chat `{key}` (`lrg sessions` lists them)")),
+        },
         // Asked for by name, a damaged chat may go: that is how a person
         // who cannot repair it is rid of it.
         Err(e) if e.is_damage() => store

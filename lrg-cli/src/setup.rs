@@ -152,7 +152,17 @@ pub fn permissions(args: &PermissionArgs) -> Result<Arc<Permissions>, CliError> 
 /// Build the session the flags describe.
 pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     let permissions = permissions(flags.permissions)?;
-    let resolved = crate::resolve::resolve(flags.model, flags.record.map(PathBuf::as_path)).await?;
+    // No --model (nor LRG_MODEL): a kept chat resumes on its own model.
+    let mut model_args = flags.model.clone();
+    if model_args
+        .model
+        .as_deref()
+        .is_none_or(|m| m.trim().is_empty())
+        && let Some(key) = &flags.saved.session
+    {
+        model_args.model = crate::sessions::kept_model(key, flags.saved).await?;
+    }
+    let resolved = crate::resolve::resolve(&model_args, flags.record.map(PathBuf::as_path)).await?;
     let host = crate::tools::host(flags.tools, flags.strict_tools).await?;
     let info = resolved.model.info();
     // Said once, before anything is sent: where this conversation goes.
@@ -191,8 +201,7 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     let (session, shown, registry) = match &flags.saved.session {
         None => (builder().build(), 0, None),
         Some(key) => {
-            let model_id = info.id();
-            let kept = crate::sessions::open_kept(key, flags.saved, &model_id, builder).await?;
+            let kept = crate::sessions::open_kept(key, flags.saved, &info, builder).await?;
             (kept.session, kept.shown, Some(kept.registry))
         }
     };

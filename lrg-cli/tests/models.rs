@@ -199,12 +199,13 @@ fn chat_lists_models_and_switches_as_a_new_chat_after_asking() {
         .lrg()
         .args(["chat", "--model", "script:one.json"])
         .env("LRG_MODELS_DIR", env.path("models"))
-        .write_stdin("hi\n/models\n/model script:two.json\nn\n/model script:two.json\ny\nhi\n"));
+        .write_stdin("hi\n/models\n/model script:two.json\n\n/model script:two.json\nn\nhi\n"));
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(r.stdout, "From one.\nFrom two.\n", "{r:?}");
     for needle in [
         "ollama (your server)",
-        "Start a new chat on script:two.json? (this conversation is left behind) [y/N]",
+        "Carry this conversation over to script:two.json, or start a new chat on it \
+         (this one is left behind)? [c = carry over, n = new chat, Enter = keep the current model]",
         "kept the current model",
         "New chat on script:two.json.",
     ] {

@@ -124,22 +124,24 @@ fn bad_keys_and_stores_are_usage_errors() {
     assert!(r.stderr.contains("no place to keep chats"), "{r:?}");
 }
 
+/// Another model is refused and the chat kept (the ways forward are in
+/// `reopen.rs`).
 #[test]
-fn another_model_starts_a_new_chat_under_the_key() {
+fn another_model_is_refused_and_the_chat_kept() {
     let env = Env::new();
     env.file("a.json", r#"[{"text":"From a."}]"#);
     env.file("b.json", r#"[{"text":"From b."}]"#);
     let r = ran(kept(&env).args(["run", "--model", "script:a.json", "--session", "k", "hi"]));
     assert_eq!(r.code, 0, "{r:?}");
     let r = ran(kept(&env).args(["run", "--model", "script:b.json", "--session", "k", "hi"]));
-    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.code, 2, "{r:?}");
     assert!(
         r.stderr
-            .contains("session k was a chat with script:a.json; a chat never moves"),
+            .contains("session k is a chat with script:a.json, not script:b.json"),
         "{r:?}"
     );
     let show = ran(kept(&env).args(["sessions", "show", "k"]));
-    assert_eq!(show.stdout, "you: hi\nmodel: From b.\n", "{show:?}");
+    assert_eq!(show.stdout, "you: hi\nmodel: From a.\n", "{show:?}");
 }
 
 /// A chat killed with SIGKILL in the middle of its second message resumes

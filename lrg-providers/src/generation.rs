@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How a model samples its answer. Every field is optional: an unset one
-/// leaves the choice to the next layer (see the [module docs](self)).
+/// leaves the choice to the next layer (see [`GenerationSettings::or`]).
 ///
 /// ```
 /// use lrg_providers::GenerationSettings;

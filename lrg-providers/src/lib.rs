@@ -24,6 +24,7 @@ pub mod schema;
 pub mod sync;
 pub mod text_tools;
 pub mod transport;
+pub mod typed;
 pub mod wire;
 
 pub mod catalog;

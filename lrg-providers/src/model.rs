@@ -7,6 +7,7 @@ use futures::{Stream, StreamExt as _};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::typed::{OutputMode, OutputSchema};
 use crate::{
     GenerationSettings, Message, Messages, NativePart, Part, ProviderError, Role, ToolCall,
     ToolSpec,
@@ -48,6 +49,11 @@ pub struct TurnRequest {
     /// default. Serialized inline (`"temperature": 0.7` beside `messages`).
     #[serde(flatten)]
     pub settings: GenerationSettings,
+    /// The schema the final answer must match, for a typed answer (see
+    /// [`crate::typed`]); `None` for prose. The model may still call tools
+    /// first: the schema holds for the answer that calls none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputSchema>,
 }
 
 impl TurnRequest {
@@ -93,6 +99,12 @@ impl TurnRequest {
     /// Sample at `temperature`, where the provider accepts one.
     pub fn temperature(mut self, temperature: f32) -> Self {
         self.settings.temperature = Some(temperature);
+        self
+    }
+
+    /// Ask for a final answer matching `schema` (or prose, with `None`).
+    pub fn output(mut self, schema: impl Into<Option<OutputSchema>>) -> Self {
+        self.output = schema.into();
         self
     }
 }
@@ -340,6 +352,11 @@ pub struct ModelInfo {
     /// placeholder in place of each image.
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub vision: bool,
+    /// How a typed answer is obtained from it (see [`crate::typed`]). Left
+    /// out of JSON when `prompted` (the default), so records written before
+    /// it existed read and compare the same.
+    #[serde(default, skip_serializing_if = "OutputMode::is_prompted")]
+    pub output_mode: OutputMode,
 }
 
 fn yes() -> bool {
@@ -366,6 +383,7 @@ impl ModelInfo {
             context_window: None,
             sends_to: None,
             vision: true,
+            output_mode: OutputMode::Prompted,
         }
     }
 
@@ -384,6 +402,13 @@ impl ModelInfo {
     /// Set whether the model can see images.
     pub fn vision(mut self, vision: bool) -> Self {
         self.vision = vision;
+        self
+    }
+
+    /// Set how a typed answer is obtained from it (default
+    /// [`OutputMode::Prompted`]).
+    pub fn output_mode(mut self, mode: OutputMode) -> Self {
+        self.output_mode = mode;
         self
     }
 

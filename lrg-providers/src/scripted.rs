@@ -142,7 +142,10 @@ impl ScriptedModel {
 
 impl ChatModel for ScriptedModel {
     fn info(&self) -> ModelInfo {
+        // A script answers what it was written to, whatever the schema: a
+        // typed answer is checked like any prompted one.
         ModelInfo::new("script", self.name.clone(), ModelLocation::Local)
+            .output_mode(crate::typed::OutputMode::Prompted)
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::{LogBuffer, ask, bodies, events, turn};
 use lrg_providers::anthropic::{AnthropicChat, AnthropicConfig};
 use lrg_providers::transport::TransportConfig;
+use lrg_providers::typed::OutputMode;
 use lrg_providers::{
     ApiKey, ChatModel, Image, Message, NativePart, Part, ProviderError, Role, StopReason, ToolCall,
     ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage,
@@ -757,4 +758,252 @@ async fn context_overflow_is_never_retried() {
         sse_response(sse(&[overflow])),
     )
     .await;
+}
+
+/// A model with structured outputs (the test model, `claude-test-1`, has
+/// none: its typed answers go through the answer tool).
+fn structured(base: &str) -> AnthropicChat {
+    let mut config = config(base);
+    config.model = "claude-sonnet-4-5".into();
+    AnthropicChat::new(config).unwrap()
+}
+
+fn typed(text: &str) -> TurnRequest {
+    ask(text).output(common::triage_schema())
+}
+
+const ANSWER: &str = r#"{"label":"bug","priority":2,"note":null}"#;
+
+#[tokio::test]
+async fn structured_outputs_carry_the_strict_schema_in_output_config() {
+    let server = MockServer::start().await;
+    serve(&server, sse(&text_stream(&[ANSWER]))).await;
+    let model = structured(&server.uri());
+    assert_eq!(model.info().output_mode, OutputMode::NativeStrict);
+    let got = turn(&model, typed("Triage: it crashes")).await.unwrap();
+    assert_eq!(got.text(), ANSWER);
+    turn(
+        &model,
+        typed("Triage: it crashes").tools(vec![tool("read_file")]),
+    )
+    .await
+    .unwrap();
+    let sent = bodies(&server).await;
+    for body in &sent {
+        let format = &body["output_config"]["format"];
+        assert_eq!(format["type"], "json_schema");
+        assert_eq!(format["schema"]["additionalProperties"], false);
+        assert!(body.get("tool_choice").is_none(), "{body:#}");
+    }
+    assert_eq!(sent[1]["tools"].as_array().map(Vec::len), Some(1));
+    insta::assert_json_snapshot!("structured_output_request", sent[0]);
+    insta::assert_json_snapshot!("structured_output_with_tools_request", sent[1]);
+}
+
+/// The answer tool's call, streamed in fragments, after a line of text.
+fn answer_tool_stream(name: &str) -> Vec<Value> {
+    let mut events = vec![
+        message_start(30, 0),
+        block_start(0, json!({"type": "text", "text": ""})),
+        text_delta(0, "Here it is."),
+        block_stop(0),
+    ];
+    events.extend(tool_use(
+        1,
+        "toolu_answer",
+        name,
+        &["", "{\"label\": \"bug\",", " \"priority\": 2}"],
+    ));
+    events.extend(message_end("tool_use", 12));
+    events
+}
+
+#[tokio::test]
+async fn the_forced_answer_tool_comes_out_as_text_and_never_goes_back_as_a_call() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(common::Invariants::new(common::Api::Anthropic, Some(KEY)))
+        .respond_with(sse_response(sse(&answer_tool_stream("final_answer"))))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    common::mount_checked(
+        &server,
+        "/v1/messages",
+        common::Invariants::new(common::Api::Anthropic, Some(KEY)),
+        sse_response(sse(&text_stream(&[ANSWER]))),
+        1,
+    )
+    .await;
+    let model = chat(&server.uri());
+    assert_eq!(model.info().output_mode, OutputMode::ForcedTool);
+    let mut request = typed("Triage: it crashes");
+    let all = common::ok_events(common::events(&model, request.clone()).await);
+    assert_eq!(
+        all,
+        vec![
+            TurnEvent::TextDelta {
+                text: "Here it is.".into()
+            },
+            TurnEvent::TextDelta {
+                text: "{\"label\": \"bug\",".into()
+            },
+            TurnEvent::TextDelta {
+                text: " \"priority\": 2}".into()
+            },
+            TurnEvent::Usage(
+                Usage::new(30, 12)
+                    .with_cached_prompt_tokens(0)
+                    .with_cache_write_tokens(0)
+            ),
+            TurnEvent::End {
+                stop: StopReason::EndTurn
+            },
+        ],
+        "the answer tool's input is text: no call, no native part, and the turn is over"
+    );
+    let first = common::fold(&all);
+    assert!(first.tool_calls().is_empty());
+    assert_eq!(
+        common::triage_schema().check(&first.text()).unwrap(),
+        json!({"label": "bug", "priority": 2})
+    );
+
+    // A repair turn: the answer goes back as text, never as a `tool_use`
+    // without its result (the invariants matcher would fail the request).
+    request.messages.push(first.into_message());
+    request
+        .messages
+        .push(Message::user("Your answer does not match: answer again."));
+    turn(&model, request).await.unwrap();
+    let sent = bodies(&server).await;
+    assert_eq!(
+        sent[0]["tool_choice"],
+        json!({"type": "tool", "name": "final_answer"})
+    );
+    insta::assert_json_snapshot!("answer_tool_forced_request", sent[0]);
+    let assistant = &sent[1]["messages"][1];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(
+        assistant["content"],
+        json!([{"type": "text", "text": "Here it is.{\"label\": \"bug\", \"priority\": 2}"}])
+    );
+    server.verify().await;
+}
+
+#[tokio::test]
+async fn beside_other_tools_the_answer_tool_is_offered_not_forced() {
+    let server = MockServer::start().await;
+    // The model calls a real tool and the answer tool in one message: the
+    // real one is a call, the answer text, and the turn goes on.
+    let mut events = vec![message_start(30, 0)];
+    events.extend(tool_use(0, "toolu_1", "read_file", &["{\"path\": \"a\"}"]));
+    events.extend(tool_use(
+        1,
+        "toolu_2",
+        "final_answer",
+        &["{\"label\": \"bug\"}"],
+    ));
+    events.extend(message_end("tool_use", 9));
+    serve(&server, sse(&events)).await;
+    let model = chat(&server.uri());
+    let request = typed("Triage: read a first").tools(vec![tool("read_file")]);
+    let got = turn(&model, request).await.unwrap();
+    assert_eq!(got.text(), r#"{"label": "bug"}"#);
+    assert_eq!(
+        got.tool_calls()
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["read_file"]
+    );
+    assert_eq!(got.stop, Some(StopReason::ToolCalls));
+    let body = &bodies(&server).await[0];
+    assert!(body.get("tool_choice").is_none(), "{body:#}");
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read_file", "final_answer"]);
+    assert!(body["system"][0]["text"].as_str().unwrap().ends_with(
+        "Give your final answer by calling the `final_answer` tool, after any other tool calls."
+    ));
+    insta::assert_json_snapshot!("answer_tool_with_tools_request", body);
+}
+
+#[tokio::test]
+async fn with_thinking_on_the_answer_tool_is_not_forced_and_only_thinking_is_native() {
+    let server = MockServer::start().await;
+    let mut events = vec![
+        message_start(30, 0),
+        block_start(
+            0,
+            json!({"type": "thinking", "thinking": "", "signature": ""}),
+        ),
+        delta(0, json!({"type": "thinking_delta", "thinking": "A bug."})),
+        delta(0, json!({"type": "signature_delta", "signature": "sig"})),
+        block_stop(0),
+    ];
+    events.extend(tool_use(
+        1,
+        "toolu_a",
+        "final_answer",
+        &["{\"label\":\"bug\",\"priority\":1}"],
+    ));
+    events.extend(message_end("tool_use", 9));
+    serve(&server, sse(&events)).await;
+    let model = AnthropicChat::new(config(&server.uri()).with_thinking_budget(1_024)).unwrap();
+    let got = turn(&model, typed("Triage: it crashes")).await.unwrap();
+    assert_eq!(got.text(), r#"{"label":"bug","priority":1}"#);
+    assert_eq!(got.stop, Some(StopReason::EndTurn));
+    let natives: Vec<&Value> = got
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Native(n) => Some(&n.value),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        natives,
+        [&json!({"type": "thinking", "thinking": "A bug.", "signature": "sig"})]
+    );
+    let body = &bodies(&server).await[0];
+    // The API refuses a forced tool with thinking on.
+    assert!(body.get("tool_choice").is_none(), "{body:#}");
+    assert_eq!(body["tools"][0]["name"], "final_answer");
+}
+
+#[test]
+fn a_whole_reply_of_the_answer_tool_is_text_too() {
+    use lrg_providers::anthropic::AnthropicDecoder;
+    let reply = json!({
+        "type": "message", "role": "assistant", "model": MODEL,
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "final_answer", "input": {"label": "bug"}}],
+        "stop_reason": "tool_use", "usage": {"input_tokens": 3, "output_tokens": 2}
+    });
+    let mut decoder = AnthropicDecoder::new(MODEL).with_answer_tool("final_answer");
+    let mut out = Vec::new();
+    let frame = lrg_providers::wire::Frame {
+        event: None,
+        data: reply.to_string(),
+    };
+    lrg_providers::wire::Decoder::decode(&mut decoder, &frame, &mut out).unwrap();
+    assert_eq!(
+        out,
+        vec![
+            TurnEvent::TextDelta {
+                text: r#"{"label":"bug"}"#.into()
+            },
+            TurnEvent::Usage(Usage::new(3, 2)),
+            TurnEvent::End {
+                stop: StopReason::EndTurn
+            },
+        ]
+    );
 }

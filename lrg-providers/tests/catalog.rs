@@ -228,6 +228,21 @@ async fn every_kind_of_server_with_real_windows_and_locality() {
     assert_eq!(tiny.architecture.as_deref(), Some("llama"));
     assert_eq!(tiny.locality, ModelLocation::Local);
 
+    // How each gives a typed answer: a local file by its engine's grammar,
+    // a server by its schema field, OpenAI by its strict mode.
+    use lrg_providers::typed::OutputMode;
+    assert_eq!(tiny.output_mode, OutputMode::Grammar);
+    assert_eq!(qwen.output_mode, OutputMode::Native);
+    assert_eq!(l.models[0].output_mode, OutputMode::Native);
+    assert_eq!(v.models[0].output_mode, OutputMode::Native);
+    assert_eq!(gpt.output_mode, OutputMode::NativeStrict);
+    let json = serde_json::to_value(tiny).unwrap();
+    assert_eq!(json["output_mode"], "grammar");
+    let clis = [Provider::ClaudeCli, Provider::CodexCli, Provider::GeminiCli];
+    for m in clis.iter().flat_map(|p| &group(&listing, *p).models) {
+        assert_eq!(m.output_mode, OutputMode::Prompted, "{}", m.id);
+    }
+
     // No key configured: unavailable, naming the variable.
     let anthropic = group(&listing, Provider::Anthropic);
     let reason = anthropic.availability.reason().unwrap();

@@ -529,3 +529,52 @@ async fn a_missing_executable_is_a_config_error_without_a_path() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_typed_answer_is_asked_for_in_words_fresh_and_resumed() {
+    use lrg_providers::typed::OutputMode;
+    let schema = common::triage_schema();
+    let instructions = schema.instructions();
+    let fake = Fake::new("claude");
+    let model = fake.model(CliKind::Claude, "sonnet");
+    assert_eq!(model.info().output_mode, OutputMode::Prompted);
+    let first = ask("Triage: it crashes").output(schema.clone());
+    let answer = turn(&model, first.clone()).await.unwrap();
+    // A fresh session: the instructions follow the system prompt, once
+    // (the fake logs one argument a line).
+    let system = format!("--system-prompt\nBe brief.\n\n{instructions}\n");
+    assert!(
+        fake.log("args", 1).contains(&system),
+        "{}",
+        fake.log("args", 1)
+    );
+    let mut already = first.clone();
+    already.system = Some(format!("Be brief.\n\n{instructions}"));
+    turn(&model, already).await.unwrap();
+    let args = fake.log("args", 2);
+    assert!(args.contains(&system), "{args}");
+    assert_eq!(args.matches(&instructions).count(), 1, "not twice: {args}");
+
+    // Resumed, the session keeps its old system prompt: the schema comes
+    // with the new text.
+    let mut history = first.messages.to_vec();
+    history.push(answer.into_message());
+    history.push(Message::user("Now this one: it hangs"));
+    turn(&model, with_messages(first, history)).await.unwrap();
+    assert!(fake.args(3).contains(&"--resume".to_string()));
+    assert_eq!(
+        fake.log("stdin", 3),
+        format!("Now this one: it hangs\n\n{instructions}")
+    );
+
+    // Gemini CLI has no system flag: the instructions lead the prompt.
+    let fake = Fake::new("gemini");
+    let model = fake.model(CliKind::Gemini, "gemini-2.5-pro");
+    turn(&model, ask("Triage: it crashes").output(schema))
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.log("stdin", 1),
+        format!("Instructions: Be brief.\n\n{instructions}\n\nTriage: it crashes")
+    );
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::{LogBuffer, ask, bodies, events, turn};
 use lrg_providers::gemini::{GeminiChat, GeminiConfig};
 use lrg_providers::transport::TransportConfig;
+use lrg_providers::typed::OutputMode;
 use lrg_providers::{
     ApiKey, ChatModel, Image, Message, NativePart, Part, ProviderError, Role, StopReason, ToolCall,
     ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage,
@@ -709,4 +710,91 @@ async fn context_overflow_is_never_retried() {
         sse_response(sse(&[overflow])),
     )
     .await;
+}
+
+fn typed(text: &str) -> TurnRequest {
+    ask(text).output(common::triage_schema())
+}
+
+#[tokio::test]
+async fn a_typed_answer_carries_its_schema_unless_tools_are_offered() {
+    let server = MockServer::start().await;
+    serve(
+        &server,
+        text_stream(&["{\"label\":", "\"bug\",\"priority\":2}"]),
+    )
+    .await;
+    let model = chat(&server.uri());
+    assert_eq!(model.info().output_mode, OutputMode::Native);
+    let got = turn(&model, typed("Triage: it crashes")).await.unwrap();
+    assert_eq!(got.text(), r#"{"label":"bug","priority":2}"#);
+    turn(
+        &model,
+        typed("Triage: it crashes").tools(vec![tool("read_file")]),
+    )
+    .await
+    .unwrap();
+    let sent = bodies(&server).await;
+
+    let generation = &sent[0]["generationConfig"];
+    assert_eq!(generation["responseMimeType"], "application/json");
+    assert_eq!(
+        generation["responseJsonSchema"]["properties"]["priority"]["maximum"],
+        5
+    );
+    assert!(generation["responseJsonSchema"].get("$schema").is_none());
+    assert_eq!(
+        sent[0]["systemInstruction"]["parts"][0]["text"],
+        "You are terse."
+    );
+    insta::assert_json_snapshot!("typed_request", sent[0]);
+
+    // Gemini refuses a response schema beside function declarations: the
+    // schema goes into the instructions.
+    let generation = &sent[1]["generationConfig"];
+    assert!(
+        generation.get("responseMimeType").is_none(),
+        "{generation:#}"
+    );
+    assert!(
+        generation.get("responseJsonSchema").is_none(),
+        "{generation:#}"
+    );
+    let system = sent[1]["systemInstruction"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(system.starts_with("You are terse.\n\n"), "{system}");
+    assert!(
+        system.ends_with(&common::triage_schema().instructions()),
+        "{system}"
+    );
+    insta::assert_json_snapshot!("typed_with_tools_request", sent[1]);
+}
+
+#[tokio::test]
+async fn older_models_get_the_shaped_response_schema() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(
+            "/v1beta/models/gemini-2.0-flash:streamGenerateContent",
+        ))
+        .respond_with(sse_response(text_stream(&[
+            "{\"label\":\"bug\",\"priority\":2}",
+        ])))
+        .mount(&server)
+        .await;
+    let mut config = config(&server.uri());
+    config.model = "gemini-2.0-flash".into();
+    let model = GeminiChat::new(config).unwrap();
+    turn(&model, typed("Triage: it crashes")).await.unwrap();
+    let generation = bodies(&server).await.remove(0)["generationConfig"].clone();
+    assert!(
+        generation.get("responseJsonSchema").is_none(),
+        "{generation:#}"
+    );
+    let schema = &generation["responseSchema"];
+    // The OpenAPI subset: a nullable optional, its bound in the description.
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["properties"]["note"]["nullable"], true);
+    assert!(schema.get("additionalProperties").is_none(), "{schema:#}");
 }

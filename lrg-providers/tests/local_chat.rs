@@ -1188,3 +1188,6 @@ fn tools_without_arguments_or_with_alternative_shapes_are_listed() {
     Give exactly one of: file, url.
     ");
 }
+
+#[path = "local_chat_typed/mod.rs"]
+mod typed;

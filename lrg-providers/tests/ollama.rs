@@ -515,3 +515,39 @@ async fn with_a_tool_format_tools_go_as_text_and_hermes_text_becomes_calls() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn a_typed_answer_goes_in_format_unless_tools_are_offered() {
+    use lrg_providers::typed::OutputMode;
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        stream_ok(ndjson(&[
+            text("{\"label\":\"bug\",\"priority\":2}"),
+            done("stop", 9, 5),
+        ])),
+    )
+    .await;
+    let model = chat(&server.uri());
+    assert_eq!(model.info().output_mode, OutputMode::Native);
+    let typed = ask("Triage: it crashes").output(common::triage_schema());
+    let got = turn(&model, typed.clone()).await.unwrap();
+    assert_eq!(got.text(), r#"{"label":"bug","priority":2}"#);
+    turn(&model, typed.tools(vec![tool("read_file", "path")]))
+        .await
+        .unwrap();
+    let sent = bodies(&server).await;
+    assert_eq!(sent[0]["format"]["required"], json!(["label", "priority"]));
+    assert!(sent[0]["format"].get("$schema").is_none());
+    assert_eq!(sent[0]["messages"][0]["content"], "You are terse.");
+    insta::assert_json_snapshot!("typed_request", sent[0]);
+    // Under `format` Ollama's model could no longer call a tool.
+    assert!(sent[1].get("format").is_none(), "{:#}", sent[1]);
+    let system = sent[1]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are terse.\n\n"), "{system}");
+    assert!(
+        system.ends_with(&common::triage_schema().instructions()),
+        "{system}"
+    );
+    insta::assert_json_snapshot!("typed_with_tools_request", sent[1]);
+}

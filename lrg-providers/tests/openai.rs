@@ -11,6 +11,7 @@ use std::time::Duration;
 use common::{bodies, events, turn};
 use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig};
 use lrg_providers::transport::TransportConfig;
+use lrg_providers::typed::OutputMode;
 use lrg_providers::{
     ApiKey, ChatModel, Image, Message, ModelLocation, NativePart, Part, ProviderError, Role,
     StopReason, ToolCall, ToolResult, ToolSpec, TurnEvent, TurnRequest, Usage,
@@ -732,4 +733,232 @@ async fn context_overflow_is_never_retried() {
             "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})),
     )
     .await;
+}
+
+/// A turn of `model` against a server that answers "ok", and the body sent.
+async fn typed_body(model: impl FnOnce(&str) -> OpenAiChat, request: TurnRequest) -> Value {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        stream_ok(sse(&[
+            chunk(json!({"content": "{\"label\":\"bug\",\"priority\":2}"})),
+            finish("stop"),
+        ])),
+    )
+    .await;
+    let got = turn(&model(&server.uri()), request).await.unwrap();
+    assert_eq!(got.text(), r#"{"label":"bug","priority":2}"#);
+    bodies(&server).await.remove(0)
+}
+
+fn typed(text: &str) -> TurnRequest {
+    ask(text).output(common::triage_schema())
+}
+
+#[tokio::test]
+async fn openai_carries_the_schema_in_strict_response_format() {
+    let model = openai("http://unused.invalid");
+    assert_eq!(model.info().output_mode, OutputMode::NativeStrict);
+    let body = typed_body(openai, typed("Triage: it crashes")).await;
+    let format = &body["response_format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["json_schema"]["name"], "triage");
+    assert_eq!(format["json_schema"]["strict"], true);
+    assert_eq!(
+        body["messages"][0]["content"], "You are terse.",
+        "no instructions: the API holds the answer to the schema"
+    );
+    insta::assert_json_snapshot!("openai_typed_request", body);
+    // Beside tools too: OpenAI's answer without a call follows the schema.
+    let body = typed_body(
+        openai,
+        typed("Triage: it crashes").tools(vec![weather_tool()]),
+    )
+    .await;
+    assert_eq!(body["response_format"]["json_schema"]["strict"], true);
+    insta::assert_json_snapshot!("openai_typed_with_tools_request", body);
+}
+
+#[tokio::test]
+async fn servers_carry_the_schema_as_their_dialect_says() {
+    let lmstudio = |base: &str| server_model(Dialect::LMSTUDIO, base);
+    assert_eq!(
+        lmstudio("http://x.invalid").info().output_mode,
+        OutputMode::Native
+    );
+    let body = typed_body(lmstudio, typed("Triage: it crashes")).await;
+    // The caller's own schema, without strictness.
+    assert_eq!(
+        body["response_format"]["json_schema"]["schema"]["required"],
+        json!(["label", "priority"])
+    );
+    insta::assert_json_snapshot!("lmstudio_typed_request", body);
+    // A grammar over the whole answer would forbid the calls: with tools
+    // the schema goes in the instructions.
+    let body = typed_body(
+        lmstudio,
+        typed("Triage: it crashes").tools(vec![weather_tool()]),
+    )
+    .await;
+    assert!(body.get("response_format").is_none(), "{body:#}");
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are terse.\n\n"), "{system}");
+    assert!(
+        system.ends_with(&common::triage_schema().instructions()),
+        "{system}"
+    );
+    insta::assert_json_snapshot!("lmstudio_typed_with_tools_request", body);
+
+    // llama-server: its own `json_schema` field.
+    let llama = |base: &str| server_model(Dialect::LLAMA_CPP, base);
+    let body = typed_body(llama, typed("Triage: it crashes")).await;
+    assert!(body.get("response_format").is_none(), "{body:#}");
+    assert_eq!(body["json_schema"]["properties"]["priority"]["maximum"], 5);
+    assert!(body["json_schema"].get("$schema").is_none());
+
+    // DeepSeek's JSON mode takes no schema: prompted.
+    let deepseek = |base: &str| {
+        let config = OpenAiConfig::new(Dialect::DEEPSEEK, format!("{base}/v1"), "deepseek-chat")
+            .with_api_key(ApiKey::new(KEY))
+            .with_transport(timeouts(Duration::from_secs(5)));
+        OpenAiChat::new(config).unwrap()
+    };
+    assert_eq!(
+        deepseek("http://x.invalid").info().output_mode,
+        OutputMode::Prompted
+    );
+    let body = typed_body(deepseek, typed("Triage: it crashes")).await;
+    assert!(body.get("response_format").is_none(), "{body:#}");
+    assert!(
+        body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("JSON Schema of the answer (triage)")
+    );
+}
+
+#[tokio::test]
+async fn tools_as_text_make_the_answer_prompted() {
+    use lrg_providers::text_tools::{ToolFormat, ToolMode};
+    let text_tools = |base: &str| {
+        let config = OpenAiConfig::new(Dialect::VLLM, format!("{base}/v1"), "qwen3-8b")
+            .with_tool_mode(ToolMode::Text(ToolFormat::Hermes))
+            .with_transport(timeouts(Duration::from_secs(5)));
+        OpenAiChat::new(config).unwrap()
+    };
+    assert_eq!(
+        text_tools("http://x.invalid").info().output_mode,
+        OutputMode::Prompted
+    );
+    for request in [typed("Triage"), typed("Triage").tools(vec![weather_tool()])] {
+        let body = typed_body(text_tools, request).await;
+        assert!(body.get("response_format").is_none(), "{body:#}");
+        assert!(
+            body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .contains(&common::triage_schema().instructions())
+        );
+    }
+}
+
+/// Matches a request whose JSON body has (or lacks) a top-level field.
+struct HasField(&'static str, bool);
+
+impl wiremock::Match for HasField {
+    fn matches(&self, request: &wiremock::Request) -> bool {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        body.get(self.0).is_some() == self.1
+    }
+}
+
+/// A server model of a name no other test uses: what it learns is kept for
+/// the whole test process, and another test's fake server may get the same
+/// port later.
+fn refuser(base: &str) -> OpenAiChat {
+    let config = OpenAiConfig::new(Dialect::GENERIC, format!("{base}/v1"), "refuses-schemas")
+        .with_transport(timeouts(Duration::from_secs(5)));
+    OpenAiChat::new(config).unwrap()
+}
+
+#[tokio::test]
+async fn a_server_refusing_the_schema_is_asked_once_more_prompted_and_remembered() {
+    let server = MockServer::start().await;
+    let refused = json!({"error": {"message": "Unsupported response_format type: json_schema",
+                                   "type": "invalid_request_error"}});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(HasField("response_format", true))
+        .respond_with(ResponseTemplate::new(400).set_body_json(refused))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let answer = sse(&[
+        chunk(json!({"content": "{\"label\":\"bug\",\"priority\":2}"})),
+        finish("stop"),
+    ]);
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(HasField("response_format", false))
+        .and(common::Invariants {
+            api: common::Api::OpenAi,
+            key: Some(KEY),
+        })
+        .respond_with(stream_ok(answer))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let model = refuser(&server.uri());
+    assert_eq!(model.info().output_mode, OutputMode::Native);
+    let got = turn(&model, typed("Triage: it crashes")).await.unwrap();
+    assert_eq!(got.text(), r#"{"label":"bug","priority":2}"#);
+    let sent = bodies(&server).await;
+    assert_eq!(sent.len(), 2, "exactly one retry");
+    assert!(sent[0].get("response_format").is_some());
+    let retry_system = sent[1]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        retry_system.starts_with("You are terse.\n\n"),
+        "{retry_system}"
+    );
+    assert!(retry_system.ends_with(&common::triage_schema().instructions()));
+
+    // Learned for the process: prompted at once, by this adapter and by
+    // another one for the same server and model.
+    assert_eq!(model.info().output_mode, OutputMode::Prompted);
+    let again = refuser(&server.uri());
+    assert_eq!(again.info().output_mode, OutputMode::Prompted);
+    turn(&again, typed("Triage: it hangs")).await.unwrap();
+    let sent = bodies(&server).await;
+    assert_eq!(sent.len(), 3, "no second refusal");
+    assert!(sent[2].get("response_format").is_none());
+    assert!(
+        sent[2]["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with(&common::triage_schema().instructions())
+    );
+    // Another model on the same server has not refused anything.
+    let config = OpenAiConfig::new(Dialect::GENERIC, format!("{}/v1", server.uri()), "other");
+    assert_eq!(
+        OpenAiChat::new(config).unwrap().info().output_mode,
+        OutputMode::Native
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_that_is_not_about_the_schema_is_not_learned() {
+    let server = MockServer::start().await;
+    let bad = json!({"error": {"message": "messages: too many images"}});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(bad))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let model = server_model(Dialect::GENERIC, &server.uri());
+    let err = turn(&model, typed("Triage")).await.unwrap_err();
+    assert!(matches!(err, ProviderError::BadRequest { .. }), "{err}");
+    assert!(err.to_string().contains("too many images"), "{err}");
+    // The request without the schema failed the same way: nothing learned.
+    assert_eq!(model.info().output_mode, OutputMode::Native);
 }

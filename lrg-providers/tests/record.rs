@@ -294,3 +294,68 @@ fn bad_files_get_clear_errors() {
         ProviderError::Config { .. }
     ));
 }
+
+fn triage() -> lrg_providers::typed::OutputSchema {
+    lrg_providers::typed::OutputSchema::new(json!({
+        "title": "triage",
+        "type": "object",
+        "properties": {"label": {"enum": ["bug", "feature"]}},
+        "required": ["label"]
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_typed_request_records_its_schema_and_replays() {
+    use lrg_providers::typed::OutputMode;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typed.json");
+    let script = ScriptedModel::from_json("demo", r#"[{"text":"{\"label\":\"bug\"}"}]"#).unwrap();
+    assert_eq!(script.info().output_mode, OutputMode::Prompted);
+    let recorder = RecordingModel::create(script, &path).unwrap();
+    let request = TurnRequest::new(vec![Message::user("triage: it crashes")]).output(triage());
+    let recorded = events(recorder.turn(request.clone(), CancellationToken::new())).await;
+
+    let saved = Recording::load(&path).unwrap();
+    assert_eq!(
+        saved.exchanges[0].request["output"],
+        json!({"name": "triage", "schema": {
+            "title": "triage", "type": "object",
+            "properties": {"label": {"enum": ["bug", "feature"]}}, "required": ["label"]
+        }})
+    );
+    assert_eq!(saved.model.output_mode, OutputMode::Prompted);
+    // The request, schema included, reads back as it was sent.
+    let back: TurnRequest = serde_json::from_value(saved.exchanges[0].request.clone()).unwrap();
+    assert_eq!(back, request);
+
+    let replay = ReplayModel::from_file(&path).unwrap();
+    let replayed = events(replay.turn(request.clone(), CancellationToken::new())).await;
+    assert_eq!(replayed, recorded);
+    // Another schema is another request.
+    let replay = ReplayModel::from_file(&path).unwrap();
+    let other = request.output(triage().named("other").unwrap());
+    let got = events(replay.turn(other, CancellationToken::new())).await;
+    assert!(
+        matches!(&got[..], [Err(ProviderError::Other { .. })]),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_replay_says_the_recorded_models_output_mode() {
+    use lrg_providers::typed::OutputMode;
+    use lrg_providers::{ModelInfo, ModelLocation};
+    // The session shapes a typed request by the mode (instructions only for
+    // a prompted model), so a replay must report the recorded one to see
+    // the same requests again.
+    let info = ModelInfo::new("openai", "gpt-4.1", ModelLocation::Cloud)
+        .output_mode(OutputMode::NativeStrict);
+    let replay = ReplayModel::new(Recording::new(info.clone()), "typed.json");
+    assert_eq!(replay.info().output_mode, OutputMode::NativeStrict);
+    // A recording from before output modes reads as prompted.
+    let mut old = serde_json::to_value(&info).unwrap();
+    old.as_object_mut().unwrap().remove("output_mode");
+    let old: ModelInfo = serde_json::from_value(old).unwrap();
+    assert_eq!(old.output_mode, OutputMode::Prompted);
+}

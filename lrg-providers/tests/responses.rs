@@ -833,3 +833,38 @@ async fn an_overflow_is_never_retried() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_typed_answer_carries_the_strict_schema_in_text_format() {
+    use lrg_providers::typed::OutputMode;
+    let server = MockServer::start().await;
+    let answer = r#"{"label":"bug","priority":2,"note":null}"#;
+    mount(
+        &server,
+        stream_ok(sse(&[
+            created("resp_1"),
+            text_delta("msg_1", answer),
+            message_done("msg_1", answer),
+            completed("resp_1", 30, 0, 9, 0),
+        ])),
+    )
+    .await;
+    let chat = model(&server.uri(), "gpt-4.1");
+    assert_eq!(chat.info().output_mode, OutputMode::NativeStrict);
+    let typed = ask("Triage: it crashes").output(common::triage_schema());
+    let got = turn(&chat, typed.clone()).await.unwrap();
+    assert_eq!(got.text(), answer);
+    turn(&chat, typed.tools(vec![weather_tool()]))
+        .await
+        .unwrap();
+    let sent = bodies(&server).await;
+    for body in &sent {
+        let format = &body["text"]["format"];
+        assert_eq!(format["type"], "json_schema");
+        assert_eq!(format["name"], "triage");
+        assert_eq!(format["strict"], true);
+        assert_eq!(format["schema"]["additionalProperties"], false);
+    }
+    insta::assert_json_snapshot!("typed_request", sent[0]);
+    insta::assert_json_snapshot!("typed_with_tools_request", sent[1]);
+}

@@ -179,6 +179,11 @@ pub(crate) fn mcp_config(servers: Vec<McpServer>) -> Result<McpConfig, String> {
 pub(crate) fn stop_reason(outcome: &TurnOutcome) -> Result<StopReason, String> {
     match outcome {
         TurnOutcome::Completed { .. } => Ok(StopReason::EndTurn),
+        // ACP prompts are never typed; said as an error should one be.
+        TurnOutcome::Invalid { errors, .. } => Err(format!(
+            "the answer does not match its schema: {}",
+            errors.join("; ")
+        )),
         TurnOutcome::Stopped => Ok(StopReason::Cancelled),
         TurnOutcome::StepsExhausted => Ok(StopReason::MaxTurnRequests),
         TurnOutcome::Failed { error } => Err(error.to_string()),
@@ -226,7 +231,9 @@ impl Updates {
                     DeltaKind::Reasoning => SessionUpdate::AgentThoughtChunk(chunk(text)),
                 }]
             }
-            Event::AssistantTurn { reasoning, text } => {
+            Event::AssistantTurn {
+                reasoning, text, ..
+            } => {
                 let streamed = std::mem::take(&mut self.streamed);
                 let mut out = Vec::new();
                 if !streamed && !reasoning.is_empty() {
@@ -404,6 +411,7 @@ mod tests {
         let turn = Event::AssistantTurn {
             reasoning: String::new(),
             text: "Hello".into(),
+            json: None,
         };
         assert!(u.map(&turn, false).is_empty());
         // A turn that was not streamed (a replay) is sent whole.

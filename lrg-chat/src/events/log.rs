@@ -303,7 +303,11 @@ fn approx_bytes(event: &Event) -> usize {
                 arguments_fragment,
                 ..
             } => opt(call_id) + opt(tool) + arguments_fragment.len(),
-            Event::AssistantTurn { reasoning, text } => reasoning.len() + text.len(),
+            Event::AssistantTurn {
+                reasoning,
+                text,
+                json,
+            } => reasoning.len() + text.len() + json.as_ref().map_or(0, value_bytes),
             Event::ToolCall {
                 call_id,
                 tool,
@@ -525,6 +529,7 @@ mod tests {
         Event::AssistantTurn {
             reasoning: String::new(),
             text: "x".repeat(bytes),
+            json: None,
         }
     }
 

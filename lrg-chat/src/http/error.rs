@@ -1,5 +1,6 @@
 //! Errors as the API answers them: `{"error": {"kind", "message"}}` with the
-//! matching status, and the one uniform 403.
+//! matching status (and, for `other_model`, the chat's `stored_model`
+//! beside `error`), and the one uniform 403.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -23,8 +24,14 @@ pub enum ErrorKind {
     Busy,
     /// 409: the request cannot apply now (nothing to retry, ...).
     Conflict,
-    /// 409: switching models ends this chat; send `confirm: true`.
+    /// 409: a switch that needs `confirm: true`. Not answered by this
+    /// server's routes any more (a switch keeps the old chat, so nothing
+    /// needs confirming); kept so clients that match on it still build.
     ConfirmNeeded,
+    /// 409: the keys name a chat on another model (the body's
+    /// `stored_model`); nothing was changed. Open it on that model, or send
+    /// `carry_over: true` or `replace: true`.
+    OtherModel,
     /// 413: the body or the message is over its limit; also 414 (the
     /// request target) and 431 (the request headers).
     TooLarge,
@@ -43,6 +50,8 @@ pub struct ApiError {
     status: StatusCode,
     kind: ErrorKind,
     message: String,
+    /// For [`ErrorKind::OtherModel`]: the model the chat is on.
+    stored_model: Option<String>,
 }
 
 /// The body of every 403. Fixed, so a wrong token, a foreign origin and an
@@ -55,6 +64,7 @@ impl ApiError {
             status,
             kind,
             message: message.into(),
+            stored_model: None,
         }
     }
 
@@ -110,6 +120,14 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, ErrorKind::ConfirmNeeded, message)
     }
 
+    /// 409: the keys name a chat on `stored_model`, not the model asked
+    /// for; the body carries `stored_model` beside the error.
+    pub fn other_model(stored_model: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::CONFLICT, ErrorKind::OtherModel, message);
+        e.stored_model = Some(stored_model.into());
+        e
+    }
+
     /// 413.
     pub fn too_large(message: impl Into<String>) -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorKind::TooLarge, message)
@@ -143,6 +161,8 @@ impl ApiError {
 #[derive(Serialize)]
 struct Body<'a> {
     error: Inner<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stored_model: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -161,6 +181,7 @@ impl IntoResponse for ApiError {
                     kind: self.kind,
                     message: &self.message,
                 },
+                stored_model: self.stored_model.as_deref(),
             })
             .unwrap_or_else(|_| FORBIDDEN_BODY.to_string())
         };

@@ -45,8 +45,8 @@
 //!
 //! | route | token | what |
 //! | --- | --- | --- |
-//! | `POST /v1/chat/sessions` | agent | `{model?, mcpServers?, permissions?, system?, local_only?, client_key?, context_key?}` → `201 {session, chat_token, page_url, opened}` (`200` when the keys name a live chat) |
-//! | `POST /v1/chat/sessions/{id}/messages` | chat | `{text, images?: [{mime, data}]}` → `202 {last_seq, saved?}` once the message is kept (see below); 409 while busy |
+//! | `POST /v1/chat/sessions` | agent | `{model?, mcpServers?, permissions?, system?, local_only?, client_key?, context_key?, replace?, carry_over?}` → `201 {session, chat_token, page_url, opened}` (`200` when the keys name a live chat); `409 {error, stored_model}` (kind `other_model`) when the keys name a chat on another model and neither `replace` nor `carry_over` is set |
+//! | `POST /v1/chat/sessions/{id}/messages` | chat | `{text, images?: [{mime, data}], output_schema?}` → `202 {last_seq, saved?}` once the message is kept (see below); 409 while busy. With `output_schema` (a JSON Schema object) the message is typed ([`ChatSession::send_output`](crate::session::ChatSession::send_output)): its final `assistant_turn` carries the validated `json`; a schema that cannot be used is a 400 naming the problem, before anything is recorded |
 //! | `POST /v1/chat/sessions/{id}/stop` | chat | stop the running message |
 //! | `POST /v1/chat/sessions/{id}/retry` | chat | answer the last message again → `202 {last_seq, saved?}` once the rewind is kept |
 //! | `POST /v1/chat/sessions/{id}/clear` | chat | empty the conversation → `200 {last_seq, saved?}` once the emptied chat is kept and `cleared` published |
@@ -54,7 +54,7 @@
 //! | `POST /v1/chat/sessions/{id}/approvals/{call_id}` | chat | `{answer: "once"\|"chat"\|"always"\|"deny", note?}` |
 //! | `GET`, `PUT /v1/chat/sessions/{id}/permissions` | chat | `{mode, rules, bulk_limit, saved, local_only, tools}`; PUT `{mode?, rules?, bulk_limit?, local_only?}` |
 //! | `GET /v1/chat/sessions/{id}/models` | chat | `{current, groups: [{provider, models}]}` |
-//! | `POST /v1/chat/sessions/{id}/model` | chat | `{model, confirm}`, `model` an available id of `…/models` (else 400) → `201 {session, chat_token, page_url}` of the new chat; 409 busy or unconfirmed |
+//! | `POST /v1/chat/sessions/{id}/model` | chat | `{model, carry_over?}`, `model` an available id of `…/models` (else 400) → `201 {session, chat_token, page_url, opened}` of a new chat, this one kept and not ended; with `carry_over: true`, `200` with this same chat, now on `model`; 409 busy (`confirm`, from the two-step switch, is accepted and needs no answer) |
 //! | `GET /v1/chat/sessions/{id}/events?after=N` | chat | SSE: one JSON event per `data:` line, `id:` is the seq |
 //! | `GET /v1/chat/sessions/{id}/transcript` | chat | the conversation as rendered ([`crate::transcript::Transcript`]); headers `lrg-last-seq` (follow the events from there after a `resync`) and `lrg-first-kept-seq` (the oldest event the log keeps) |
 //! | `GET /v1/chat/sessions/{id}/images/{call_id}/{n}` | chat | image `n` (from 0) a tool returned |
@@ -86,10 +86,20 @@
 //!   id with a new chat token (tokens are never stored), and its event log
 //!   begins with its history as numbered events, so a page connecting with
 //!   `after=0` shows the conversation.
-//! - `replaced`: the keys name a chat on another model. A conversation is
-//!   never handed to another model: that chat is deleted and a new one
-//!   starts under the keys.
 //! - `created`: nothing was known.
+//!
+//! Keys that name a chat on another model are a `409` (kind `other_model`,
+//! with the chat's `stored_model`), and nothing changes: a conversation is
+//! not handed to another model unasked. The body says what to do instead:
+//!
+//! - `replace: true` → `replaced`: the old chat is archived (kept with its
+//!   history and listed, its keys released; live, it goes on) and a new one
+//!   starts under the keys.
+//! - `carry_over: true` → `carried_over`: the chat is rebuilt on the new
+//!   model under its id, without the old model's native parts, and a
+//!   `model_switched` event follows its history.
+//!
+//! With keys and no `model`, the chat resumes on its own model.
 //!
 //! Unkeyed chats are kept in memory only: nothing could find them again.
 //! A keyed chat idle longer than [`HttpConfig::idle`] (with no page
@@ -97,9 +107,11 @@
 //! token stops working and opening it again by its keys resumes it. When
 //! [`Limits::chats`] are open, the longest-idle keyed chat is put away to
 //! make room. `DELETE` deletes the stored copy under the store's lock, after
-//! the chat has stopped, so no late write brings it back. Switching models
-//! (`POST …/model`) ends the chat, stored copy included, and opens the new
-//! one under the same keys.
+//! the chat has stopped, so no late write brings it back: nothing else
+//! deletes a stored chat. Switching models (`POST …/model`) opens a new
+//! chat under the same keys and keeps the old one (archived when keyed, and
+//! live: its token goes on working), or, with `carry_over: true`, moves
+//! this chat's conversation to the model in place.
 
 mod auth;
 mod body;
@@ -357,8 +369,13 @@ pub enum OpenedAs {
     Live,
     /// The stored chat the keys name, rebuilt under its id.
     Resumed,
-    /// The keys named a chat on another model; a new chat took its place.
+    /// The keys named a chat on another model; a new chat took its place
+    /// and the old one was archived (kept, listed, not ended).
     Replaced,
+    /// The conversation was carried over to another model: the keys' chat
+    /// (`POST /v1/chat/sessions` with `carry_over: true`), or this chat in
+    /// place (`POST …/model` with `carry_over: true`).
+    CarriedOver,
 }
 
 /// A chat as its opener is told: the id, its token, and the page address
@@ -497,7 +514,14 @@ impl ChatServer {
     /// Open a chat from the app itself (no agent token needed): `lrg serve`
     /// opens the first one this way and prints its page URL.
     pub async fn open_chat(&self, spec: ChatSpec) -> Result<ChatLink, ApiError> {
-        self.state.open_chat(spec, None, open::Caller::App).await
+        self.state
+            .open_chat(
+                spec,
+                None,
+                crate::registry::OtherModel::Refuse,
+                open::Caller::App,
+            )
+            .await
     }
 
     /// How many chats are open.

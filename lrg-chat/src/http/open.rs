@@ -1,7 +1,8 @@
 //! Opening, switching, putting away and ending chats: the HTTP side of the
 //! session registry. The registry decides what an open finds (a live chat, a
-//! stored one, nothing); this module keeps its table of live chats (tokens,
-//! tool hosts) in step with it.
+//! stored one, nothing) and what keys on another model do (refuse, carry
+//! over, archive and replace); this module keeps its table of live chats
+//! (tokens, tool hosts) in step with it. Only `DELETE` ends a chat for good.
 
 use std::sync::Arc;
 
@@ -12,8 +13,8 @@ use super::opener::{ChatSpec, OpenError, OpenedChat};
 use super::sessions::LiveChat;
 use super::{AppState, ChatLink, OpenedAs, model_rule};
 use crate::events::Event;
-use crate::registry::{OpenRequest, Opened, OpenedHow, RegistryError};
-use crate::session::ChatSessionBuilder;
+use crate::registry::{OpenRequest, Opened, OpenedHow, OtherModel, RegistryError};
+use crate::session::{ChatSessionBuilder, SwitchableModel};
 use crate::store::{ModelBinding, SessionKeys, StoreError};
 use crate::tools::ToolHost;
 
@@ -32,6 +33,7 @@ struct Prepared {
     model: ModelInfo,
     host: Option<Arc<ToolHost>>,
     warnings: Vec<String>,
+    source: Option<Arc<SwitchableModel>>,
 }
 
 fn split(chat: OpenedChat) -> (ChatSessionBuilder, Prepared) {
@@ -40,6 +42,7 @@ fn split(chat: OpenedChat) -> (ChatSessionBuilder, Prepared) {
         model,
         host,
         warnings,
+        source,
     } = chat;
     (
         builder,
@@ -47,6 +50,7 @@ fn split(chat: OpenedChat) -> (ChatSessionBuilder, Prepared) {
             model,
             host,
             warnings,
+            source,
         },
     )
 }
@@ -72,6 +76,20 @@ fn registry_error(e: RegistryError, caller: Caller) -> ApiError {
              (unkeyed or busy): end one first"
         )),
         RegistryError::Busy(_) => ApiError::busy(),
+        RegistryError::OtherModel {
+            stored_model,
+            asked_model,
+            ..
+        } => {
+            let message = format!(
+                "the chat under these keys is on {stored_model}, not {asked_model}; nothing \
+                 was changed. Open it on {stored_model} (or name no model), send \
+                 \"carry_over\": true to carry the conversation over to {asked_model}, or \
+                 \"replace\": true to start a new chat in its place (the old one is archived, \
+                 not deleted)"
+            );
+            ApiError::other_model(stored_model, message)
+        }
         RegistryError::Model { model, reason } => {
             ApiError::bad_request("model", format!("cannot start a chat on {model}: {reason}"))
         }
@@ -100,26 +118,39 @@ fn opened_as(how: &OpenedHow) -> OpenedAs {
     match how {
         OpenedHow::Live => OpenedAs::Live,
         OpenedHow::Resumed { .. } => OpenedAs::Resumed,
+        OpenedHow::CarriedOver { .. } => OpenedAs::CarriedOver,
         OpenedHow::Replaced { .. } => OpenedAs::Replaced,
         _ => OpenedAs::Created,
     }
 }
 
-fn request(model: &str, keys: Option<&SessionKeys>) -> OpenRequest {
+fn request(model: &str, keys: Option<&SessionKeys>, other: OtherModel) -> OpenRequest {
     let binding = ModelBinding::new(model);
     match keys {
-        Some(keys) => OpenRequest::keyed(keys.clone(), binding),
+        Some(keys) => OpenRequest::keyed(keys.clone(), binding).on_other_model(other),
         None => OpenRequest::new(binding).unsaved(),
     }
 }
 
 impl AppState {
+    /// The model of the chat `keys` name, live or stored: what an open
+    /// that names no model resumes it on.
+    pub(crate) async fn kept_model(&self, keys: &SessionKeys) -> Result<Option<String>, ApiError> {
+        self.registry
+            .kept_model(keys)
+            .await
+            .map(|m| m.map(|m| m.model))
+            .map_err(|e| registry_error(e, Caller::Remote))
+    }
+
     /// Open a chat with `spec` (defaults applied): create-or-resume with
-    /// `keys`, create without.
+    /// `keys`, create without; `other` says what keys naming a chat on
+    /// another model do.
     pub(crate) async fn open_chat(
         &self,
         spec: ChatSpec,
         keys: Option<SessionKeys>,
+        other: OtherModel,
         caller: Caller,
     ) -> Result<ChatLink, ApiError> {
         let spec = spec.or(&self.config.defaults);
@@ -143,7 +174,7 @@ impl AppState {
         };
         let result = self
             .registry
-            .open_with(request(&model, keys.as_ref()), build)
+            .open_with(request(&model, keys.as_ref(), other), build)
             .await;
         match result {
             Ok((opened, prepared)) => self.admit(opened, prepared, spec, keys),
@@ -155,9 +186,10 @@ impl AppState {
         }
     }
 
-    /// Open a chat on `model` in place of `old`, with its connections,
-    /// settings and keys but not its conversation, which is never handed to
-    /// another model: `old` ends, its stored copy deleted.
+    /// Open a new chat on `model` beside `old`, with its connections,
+    /// settings and keys but not its conversation. `old` is not ended: it
+    /// stays live and kept, archived when keyed (its keys go to the new
+    /// chat), so nothing of it is lost.
     pub(crate) async fn switch(&self, old: &LiveChat, model: String) -> Result<ChatLink, ApiError> {
         let spec = ChatSpec {
             model: Some(model.clone()),
@@ -171,24 +203,50 @@ impl AppState {
             .open(spec.clone())
             .await
             .map_err(|e| model_rule::open_error_for(&model, e))?;
-        let Some(old) = self.chats.remove(&old.id) else {
-            // This chat ended while the new one was prepared.
+        if old.keys.is_some()
+            && let Err(e) = self.registry.archive(&old.id).await
+        {
             prepared.discard().await;
-            return Err(ApiError::forbidden());
-        };
-        if let Err(e) = self.registry.end(&old.id).await {
-            tracing::warn!("the stored copy of chat {} was not deleted: {e}", old.id);
+            return Err(registry_error(e, Caller::Remote));
         }
         let keys = old.keys.clone();
-        tokio::spawn(async move { old.end().await });
         let ready = split(prepared);
         let build = move |_: &ModelBinding| std::future::ready(Ok(ready));
         let (opened, prepared) = self
             .registry
-            .open_with(request(&model, keys.as_ref()), build)
+            .open_with(request(&model, keys.as_ref(), OtherModel::Refuse), build)
             .await
             .map_err(|e| registry_error(e, Caller::Remote))?;
         self.admit(opened, prepared, spec, keys)
+    }
+
+    /// Carry `chat`'s conversation over to `model`, in place: the same chat
+    /// and token, on the new model (see
+    /// [`crate::session::ChatSession::carry_over`]).
+    pub(crate) async fn carry_over(&self, chat: &LiveChat, model: String) -> Result<(), ApiError> {
+        let Some(source) = &chat.source else {
+            return Err(ApiError::conflict(
+                "this chat stays on the model it was opened on: switch without \
+                 \"carry_over\" for a new chat",
+            ));
+        };
+        let spec = ChatSpec {
+            model: Some(model.clone()),
+            local_only: Some(chat.session.local_only()),
+            ..chat.spec.clone()
+        };
+        let next = self
+            .opener
+            .model(spec)
+            .await
+            .map_err(|e| model_rule::open_error_for(&model, e))?;
+        let info = next.info();
+        self.registry
+            .carry_over(&chat.id, source, next, ModelBinding::new(&model))
+            .await
+            .map_err(|e| registry_error(e, Caller::Remote))?;
+        chat.set_model(info);
+        Ok(())
     }
 
     /// Take what the registry opened into the table of live chats.
@@ -219,16 +277,21 @@ impl AppState {
             opened.session,
             prepared.model,
             prepared.host,
+            prepared.source,
             spec,
             keys,
         );
-        self.chats.insert(chat.clone());
+        // The same id rebuilt (a live chat carried over): the old session
+        // and its streams end, its conversation goes on in the new one.
+        if let Some(old) = self.chats.insert(chat.clone()) {
+            tokio::spawn(async move { old.end().await });
+        }
         self.end_gone();
         Ok(self.link(&chat, how))
     }
 
     /// End, in the background, the chats the registry no longer holds (put
-    /// away to make room or when idle, or replaced).
+    /// away to make room or when idle): their stored copies stay.
     pub(crate) fn end_gone(&self) {
         for chat in self.chats.take_where(|id| !self.registry.is_live(id)) {
             tokio::spawn(async move { chat.end().await });

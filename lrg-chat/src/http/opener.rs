@@ -8,9 +8,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use lrg_providers::{ChatModel, ModelInfo, ModelLocation, ProviderError};
 
-use crate::FixedModel;
 use crate::permissions::{PermissionSettings, Permissions};
-use crate::session::{ChatSession, ChatSessionBuilder, SessionConfig};
+use crate::session::{ChatSession, ChatSessionBuilder, SessionConfig, SwitchableModel};
 use crate::tools::{McpConfig, ToolHost, ToolHostOptions};
 
 /// What a chat is opened with. Fields left `None` take the server's
@@ -108,6 +107,10 @@ pub struct OpenedChat {
     /// Told to the person as `warning` events once the session is built
     /// (e.g. a tool server that did not start). Never secrets.
     pub warnings: Vec<String>,
+    /// The session's model source, when the builder was made on one that
+    /// can switch: then the chat's conversation can be carried over to
+    /// another model in place (`POST …/model` with `carry_over: true`).
+    pub source: Option<Arc<SwitchableModel>>,
 }
 
 impl OpenedChat {
@@ -118,7 +121,15 @@ impl OpenedChat {
             model,
             host: None,
             warnings: Vec::new(),
+            source: None,
         }
+    }
+
+    /// The switchable model source `builder` was made on (see
+    /// [`OpenedChat::source`]).
+    pub fn with_source(mut self, source: Arc<SwitchableModel>) -> Self {
+        self.source = Some(source);
+        self
     }
 
     /// Its tool host.
@@ -173,6 +184,26 @@ impl OpenError {
 pub trait ChatOpener: Send + Sync {
     /// Prepare a chat as `spec` says (defaults applied; `spec.model` set).
     fn open(&self, spec: ChatSpec) -> BoxFuture<'_, Result<OpenedChat, OpenError>>;
+
+    /// The model `spec` names (with its "local only" lock checked), for a
+    /// live chat whose conversation is carried over to it; nothing else of
+    /// the chat changes. The default prepares a whole chat and keeps only
+    /// its model, which needs [`OpenedChat::source`]; an opener that can
+    /// tell its model more cheaply says so here.
+    fn model(&self, spec: ChatSpec) -> BoxFuture<'_, Result<Arc<dyn ChatModel>, OpenError>> {
+        Box::pin(async move {
+            let opened = self.open(spec).await?;
+            let model = opened.source.as_ref().map(|s| s.current());
+            opened.discard().await;
+            model.ok_or_else(|| {
+                OpenError::field(
+                    "carry_over",
+                    "this server's chats stay on the model they were opened on: switch \
+                     without `carry_over` for a new chat",
+                )
+            })
+        })
+    }
 }
 
 /// Turns a model id into a model.
@@ -221,32 +252,45 @@ impl StandardOpener {
     }
 }
 
+impl StandardOpener {
+    /// The model `spec` names, refused when the spec is local only and the
+    /// model would send the conversation to a cloud.
+    async fn resolve(&self, spec: &ChatSpec) -> Result<Arc<dyn ChatModel>, OpenError> {
+        let id = spec.model_id()?;
+        let model = (self.resolve)(id)
+            .await
+            .map_err(|e| OpenError::field("model", e.to_string()))?;
+        let info = model.info();
+        if spec.local_only.unwrap_or(false) && info.location == ModelLocation::Cloud {
+            return Err(OpenError::field(
+                "model",
+                format!(
+                    "this chat is local only, and {id} would send it to {}; \
+                     choose a model on this machine or your own server",
+                    info.sends_to.as_deref().unwrap_or(&info.provider)
+                ),
+            ));
+        }
+        Ok(model)
+    }
+}
+
 impl ChatOpener for StandardOpener {
     fn open(&self, spec: ChatSpec) -> BoxFuture<'_, Result<OpenedChat, OpenError>> {
         Box::pin(async move {
-            let id = spec.model_id()?;
-            let model = (self.resolve)(id)
-                .await
-                .map_err(|e| OpenError::field("model", e.to_string()))?;
+            let model = self.resolve(&spec).await?;
             let info = model.info();
             let local_only = spec.local_only.unwrap_or(false);
-            if local_only && info.location == ModelLocation::Cloud {
-                return Err(OpenError::field(
-                    "model",
-                    format!(
-                        "this chat is local only, and {id} would send it to {}; \
-                         choose a model on this machine or your own server",
-                        info.sends_to.as_deref().unwrap_or(&info.provider)
-                    ),
-                ));
-            }
             let host = Arc::new(ToolHost::with_options(self.tool_options));
             let failures = match &spec.mcp_servers {
                 Some(servers) => host.add_mcp_config(servers).await,
                 None => Vec::new(),
             };
             let permissions = Permissions::new(spec.permissions.unwrap_or_default());
-            let mut builder = ChatSession::builder(Arc::new(FixedModel(model)))
+            // Switchable, so the person may carry the conversation over to
+            // another model in place.
+            let source = Arc::new(SwitchableModel::new(model));
+            let mut builder = ChatSession::builder(source.clone())
                 .tools(host.clone())
                 .permissions(Arc::new(permissions))
                 .local_only(local_only)
@@ -254,7 +298,9 @@ impl ChatOpener for StandardOpener {
             if let Some(system) = spec.system {
                 builder = builder.system_prompt(system);
             }
-            let mut opened = OpenedChat::new(builder, info).with_host(host);
+            let mut opened = OpenedChat::new(builder, info)
+                .with_host(host)
+                .with_source(source);
             // A server that did not start is the person's to know about; its
             // message never holds environment or header values.
             for failure in failures {
@@ -262,5 +308,9 @@ impl ChatOpener for StandardOpener {
             }
             Ok(opened)
         })
+    }
+
+    fn model(&self, spec: ChatSpec) -> BoxFuture<'_, Result<Arc<dyn ChatModel>, OpenError>> {
+        Box::pin(async move { self.resolve(&spec).await })
     }
 }

@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use lrg_providers::Image;
+use lrg_providers::typed::OutputSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -26,6 +27,7 @@ use super::sessions::LiveChat;
 use super::{AppState, OpenedAs, sse};
 use crate::events::Event;
 use crate::permissions::{Answer, ApprovalReason, Mode, PermissionSettings, Rule, SaveStatus};
+use crate::registry::OtherModel;
 use crate::session::{SessionError, UserInput};
 use crate::store::SessionKeys;
 use crate::tools::{McpConfig, ToolClass};
@@ -48,6 +50,7 @@ fn session_error(e: SessionError) -> ApiError {
             ApiError::conflict(other.to_string())
         }
         SessionError::NoRuntime => ApiError::internal("the chat could not start its work"),
+        SessionError::Schema(e) => ApiError::bad_request("output_schema", e),
     }
 }
 
@@ -82,12 +85,43 @@ pub(crate) struct OpenBody {
     client_key: Option<String>,
     #[serde(default)]
     context_key: Option<String>,
+    /// Keys on another model: archive that chat and start a new one.
+    #[serde(default)]
+    replace: bool,
+    /// Keys on another model: carry the conversation over to this one.
+    #[serde(default)]
+    carry_over: bool,
 }
 
-/// What an open body asks for: the chat and its keys.
-pub(crate) fn open_spec(body: OpenBody) -> Result<(ChatSpec, Option<SessionKeys>), ApiError> {
+/// What an open body asks for: the chat, its keys, and what keys that name
+/// a chat on another model do.
+pub(crate) fn open_spec(
+    body: OpenBody,
+) -> Result<(ChatSpec, Option<SessionKeys>, OtherModel), ApiError> {
     let keys = SessionKeys::from_optional(body.client_key.as_deref(), body.context_key.as_deref())
         .map_err(|e| ApiError::bad_body(e.to_string()))?;
+    let other = match (body.replace, body.carry_over) {
+        (false, false) => OtherModel::Refuse,
+        (true, false) => OtherModel::Replace,
+        (false, true) => OtherModel::CarryOver,
+        (true, true) => {
+            return Err(ApiError::bad_request(
+                "carry_over",
+                "give `carry_over` or `replace`, not both",
+            ));
+        }
+    };
+    if other != OtherModel::Refuse && keys.is_none() {
+        let field = if body.replace {
+            "replace"
+        } else {
+            "carry_over"
+        };
+        return Err(ApiError::bad_request(
+            field,
+            "is for keyed chats: give client_key and context_key",
+        ));
+    }
     let mcp_servers = match body.mcp_servers {
         None => None,
         Some(servers) => Some(
@@ -102,15 +136,21 @@ pub(crate) fn open_spec(body: OpenBody) -> Result<(ChatSpec, Option<SessionKeys>
         system: body.system,
         local_only: body.local_only,
     };
-    Ok((spec, keys))
+    Ok((spec, keys, other))
 }
 
 pub(crate) async fn open(State(state): St, _: Agent, body: Body) -> Result<Response, ApiError> {
-    let (spec, keys) = open_spec(read_json(&state, body).await?)?;
+    let (mut spec, keys, other) = open_spec(read_json(&state, body).await?)?;
+    // No model named: a kept chat resumes on its own model.
+    if spec.model.is_none()
+        && let Some(keys) = &keys
+    {
+        spec.model = state.kept_model(keys).await?;
+    }
     // Before anything is resolved: nothing is spawned or opened for a
     // model the agent token may not name.
     state.check_open_model(spec.model.as_deref()).await?;
-    let link = state.open_chat(spec, keys, Caller::Remote).await?;
+    let link = state.open_chat(spec, keys, other, Caller::Remote).await?;
     let status = if link.opened == OpenedAs::Live {
         StatusCode::OK
     } else {
@@ -135,6 +175,9 @@ pub(crate) struct MessageBody {
     text: String,
     #[serde(default)]
     images: Vec<ImageBody>,
+    /// A JSON Schema the final answer must match: a typed message.
+    #[serde(default)]
+    output_schema: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -150,19 +193,28 @@ pub(crate) async fn message(
     AuthedChat(chat): AuthedChat,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let input = message_input(
+    let (input, output) = message_input(
         read_json(&state, body).await?,
         state.config.limits.message_chars,
     )?;
-    let mut handle = chat.session.send(input).map_err(session_error)?;
+    let handle = match output {
+        Some(schema) => chat.session.send_output(input, schema),
+        None => chat.session.send(input),
+    };
+    let mut handle = handle.map_err(session_error)?;
     // The 202 waits until the message is kept: what was acknowledged
     // survives a crash (a failed store says so in a `warning` event).
     let saved = handle.accepted().await;
     Ok(accepted(&chat, saved))
 }
 
-/// The message a body carries, with at most `limit` characters of text.
-pub(crate) fn message_input(body: MessageBody, limit: usize) -> Result<UserInput, ApiError> {
+/// The message a body carries, with at most `limit` characters of text,
+/// and its answer schema when it is typed. The schema is checked here, so
+/// one that cannot be used is a 400 before anything is recorded.
+pub(crate) fn message_input(
+    body: MessageBody,
+    limit: usize,
+) -> Result<(UserInput, Option<OutputSchema>), ApiError> {
     let chars = body.text.chars().count();
     if chars > limit {
         return Err(ApiError::too_large(format!(
@@ -188,10 +240,16 @@ pub(crate) fn message_input(body: MessageBody, limit: usize) -> Result<UserInput
             data: data.into(),
         });
     }
-    Ok(UserInput {
+    let output = body
+        .output_schema
+        .map(OutputSchema::new)
+        .transpose()
+        .map_err(|e| ApiError::bad_request("output_schema", e))?;
+    let input = UserInput {
         text: body.text,
         images,
-    })
+    };
+    Ok((input, output))
 }
 
 pub(crate) async fn stop(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
@@ -392,8 +450,9 @@ pub(crate) async fn models(
     State(state): St,
     AuthedChat(chat): AuthedChat,
 ) -> Result<Response, ApiError> {
-    let groups = menu::with_current(state.menu.menu().await, &chat.model);
-    let current = menu::MenuEntry::from_info(&chat.model);
+    let model = chat.model();
+    let groups = menu::with_current(state.menu.menu().await, &model);
+    let current = menu::MenuEntry::from_info(&model);
     Ok(Json(json!({"current": current, "groups": groups})).into_response())
 }
 
@@ -401,10 +460,18 @@ pub(crate) async fn models(
 #[serde(deny_unknown_fields)]
 pub(crate) struct SwitchBody {
     model: String,
+    /// Accepted from clients of the two-step switch; a switch loses
+    /// nothing now, so nothing needs confirming.
+    #[serde(default, rename = "confirm")]
+    _confirm: bool,
+    /// Carry this chat's conversation over to the model, in place.
     #[serde(default)]
-    confirm: bool,
+    carry_over: bool,
 }
 
+/// `POST …/model`: without `carry_over`, a new chat on the model (201, as
+/// an open answers) while this one stays kept and live; with it, this
+/// chat's conversation goes on on the model (200, the same chat and token).
 pub(crate) async fn switch_model(
     State(state): St,
     AuthedChat(chat): AuthedChat,
@@ -416,26 +483,14 @@ pub(crate) async fn switch_model(
         return Err(ApiError::bad_request("model", "is empty"));
     }
     // Before anything else: nothing is resolved for a model not offered.
-    state.check_switch_model(&chat.model, &model).await?;
+    state.check_switch_model(&chat.model(), &model).await?;
     if chat.session.is_busy() {
         return Err(ApiError::busy());
     }
-    if !body.confirm {
-        let entry = state
-            .menu
-            .menu()
-            .await
-            .into_iter()
-            .flat_map(|g| g.models)
-            .find(|e| e.id == model);
-        let receiver = entry
-            .and_then(|e| e.sends_to)
-            .map(|host| format!(" From then on the conversation is sent to {host}."))
-            .unwrap_or_default();
-        return Err(ApiError::confirm_needed(format!(
-            "Switching to {model} clears this conversation and starts a new chat.{receiver} \
-             Send again with \"confirm\": true."
-        )));
+    if body.carry_over {
+        state.carry_over(&chat, model).await?;
+        let link = state.link(&chat, OpenedAs::CarriedOver);
+        return Ok((StatusCode::OK, Json(link)).into_response());
     }
     let link = state.switch(&chat, model).await?;
     Ok((StatusCode::CREATED, Json(link)).into_response())

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth;
 use super::opener::ChatSpec;
-use crate::session::ChatSession;
+use crate::session::{ChatSession, SwitchableModel};
 use crate::store::{SessionId, SessionKeys};
 use crate::tools::ToolHost;
 
@@ -30,7 +30,11 @@ pub(crate) struct LiveChat {
     pub(crate) spec: ChatSpec,
     /// Its client and context keys, when it is keyed.
     pub(crate) keys: Option<SessionKeys>,
-    pub(crate) model: ModelInfo,
+    /// Its model now (a carry-over changes it in place).
+    model: Mutex<ModelInfo>,
+    /// Its model source, when its conversation can be carried over to
+    /// another model in place.
+    pub(crate) source: Option<Arc<SwitchableModel>>,
     pub(crate) host: Option<Arc<ToolHost>>,
     /// Cancelled when the chat ends: its event streams close.
     pub(crate) ended: CancellationToken,
@@ -43,6 +47,7 @@ impl LiveChat {
         session: ChatSession,
         model: ModelInfo,
         host: Option<Arc<ToolHost>>,
+        source: Option<Arc<SwitchableModel>>,
         spec: ChatSpec,
         keys: Option<SessionKeys>,
     ) -> Arc<Self> {
@@ -52,11 +57,22 @@ impl LiveChat {
             session,
             spec,
             keys,
-            model,
+            model: Mutex::new(model),
+            source,
             host,
             ended: CancellationToken::new(),
             subscribers: AtomicUsize::new(0),
         })
+    }
+
+    /// The model it runs on now.
+    pub(crate) fn model(&self) -> ModelInfo {
+        self.model.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The conversation was carried over to `model`.
+    pub(crate) fn set_model(&self, model: ModelInfo) {
+        *self.model.lock().unwrap_or_else(|p| p.into_inner()) = model;
     }
 
     pub(crate) fn token(&self) -> &str {
@@ -116,8 +132,10 @@ impl Chats {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn insert(&self, chat: Arc<LiveChat>) {
-        self.lock().insert(chat.id.clone(), chat);
+    /// Put `chat` in; returns the chat it took the place of (the same id
+    /// rebuilt: a carry-over of a chat that was live).
+    pub(crate) fn insert(&self, chat: Arc<LiveChat>) -> Option<Arc<LiveChat>> {
+        self.lock().insert(chat.id.clone(), chat)
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<LiveChat>> {

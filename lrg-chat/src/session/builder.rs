@@ -127,6 +127,13 @@ impl ChatSessionBuilder {
         self
     }
 
+    /// Repairs a typed answer gets (default [`super::DEFAULT_TYPED_REPAIRS`];
+    /// see [`SessionConfig::typed_repairs`]).
+    pub fn typed_repairs(mut self, repairs: usize) -> Self {
+        self.config.typed_repairs = repairs;
+        self
+    }
+
     /// How transient model errors are retried.
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.config.retry = retry;

@@ -61,7 +61,10 @@ pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> 
         summary: summary.clone(),
     });
     shared.lock().user_seqs = vec![(0, seq)];
-    TurnOutcome::Completed { text: summary }
+    TurnOutcome::Completed {
+        text: summary,
+        json: None,
+    }
 }
 
 fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {

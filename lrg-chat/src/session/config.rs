@@ -34,7 +34,17 @@ pub struct SessionConfig {
     /// ([`crate::events::EventLog::retained_bytes`]), with the same effect. Default
     /// [`crate::events::DEFAULT_MAX_KEPT_EVENT_BYTES`] (32 MiB).
     pub max_kept_event_bytes: usize,
+    /// Repairs a typed message gets ([`super::ChatSession::send_with_schema`]):
+    /// an answer that does not match its schema is sent back with the
+    /// problems, at most this many times, before the message ends with
+    /// [`super::TurnOutcome::Invalid`]. Each repair is one model turn
+    /// without tools, not counted in [`max_steps`](Self::max_steps). Default
+    /// [`DEFAULT_TYPED_REPAIRS`] (2).
+    pub typed_repairs: usize,
 }
+
+/// Default for [`SessionConfig::typed_repairs`].
+pub const DEFAULT_TYPED_REPAIRS: usize = 2;
 
 /// Default for [`SessionConfig::max_answer_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
@@ -49,6 +59,7 @@ impl Default for SessionConfig {
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
             max_kept_events: crate::events::DEFAULT_MAX_KEPT_EVENTS,
             max_kept_event_bytes: crate::events::DEFAULT_MAX_KEPT_EVENT_BYTES,
+            typed_repairs: DEFAULT_TYPED_REPAIRS,
         }
     }
 }

@@ -166,7 +166,7 @@ pub(crate) fn deliver(shared: &Arc<Shared>) {
     let parent = ChatSession {
         shared: shared.clone(),
     };
-    drop(parent.start_as(&runtime, state, Work::Message(Default::default()), true));
+    drop(parent.start_as(&runtime, state, Work::message(), true));
 }
 
 /// After the parent's work ends: a stop lets waiting answers into the

@@ -28,6 +28,7 @@ mod persist;
 mod run;
 mod switch;
 mod turn;
+mod typed;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,7 +47,9 @@ use crate::store::SessionId;
 use crate::tools::{ToolOutput, Tools, ToolsError};
 
 pub use builder::ChatSessionBuilder;
-pub use config::{DEFAULT_MAX_ANSWER_BYTES, MAX_STEPS, SessionConfig, SystemPromptFn};
+pub use config::{
+    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TYPED_REPAIRS, MAX_STEPS, SessionConfig, SystemPromptFn,
+};
 pub(crate) use delegate::{
     Kept, deliver, publish, store_of, sub_agent_manager, sub_agent_session, user_message_count,
 };
@@ -55,6 +58,7 @@ pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
 pub(crate) use persist::history_events;
 pub use switch::{SwitchCheck, SwitchableModel};
 pub use turn::{SessionError, TurnHandle, TurnOutcome, UserInput};
+pub use typed::TypedError;
 
 struct NoTools;
 
@@ -208,8 +212,18 @@ impl ChatSession {
         input: impl Into<UserInput>,
         generation: GenerationSettings,
     ) -> Result<TurnHandle, SessionError> {
+        self.send_message(input.into(), generation, None)
+    }
+
+    /// Send a message whose final answer must match `output` when given
+    /// (see [`send_with_schema`](Self::send_with_schema)).
+    fn send_message(
+        &self,
+        input: UserInput,
+        generation: GenerationSettings,
+        output: Option<lrg_providers::typed::OutputSchema>,
+    ) -> Result<TurnHandle, SessionError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| SessionError::NoRuntime)?;
-        let input = input.into();
         let mut state = self.shared.lock();
         if state.running.is_some() {
             return Err(SessionError::Busy);
@@ -222,7 +236,7 @@ impl ChatSession {
             images: input.images.len(),
         });
         state.history.push(input.into_message());
-        Ok(self.start(&runtime, state, Work::Message(generation)))
+        Ok(self.start(&runtime, state, Work::Message { generation, output }))
     }
 
     /// Answer the last user message again: everything after it is dropped
@@ -241,11 +255,7 @@ impl ChatSession {
         state
             .announce
             .push(persist::Announce::Rewound { to_seq: seq });
-        Ok(self.start(
-            &runtime,
-            state,
-            Work::Message(GenerationSettings::default()),
-        ))
+        Ok(self.start(&runtime, state, Work::message()))
     }
 
     /// Replace the conversation with a summary the model writes in one
@@ -362,11 +372,11 @@ impl ChatSession {
             let kept = persist::save(&shared).await;
             persist::announce(&shared, autonomous);
             let _ = accepted.send(kept);
-            let note_stop = matches!(work, Work::Message(_));
+            let note_stop = matches!(work, Work::Message { .. });
             let work = async {
                 match work {
-                    Work::Message(generation) => {
-                        run::run_message(&shared, &generation, &cancel).await
+                    Work::Message { generation, output } => {
+                        run::run_message(&shared, &generation, output.as_ref(), &cancel).await
                     }
                     Work::Compact => compact::run_compact(&shared, &cancel).await,
                 }
@@ -397,11 +407,7 @@ impl ChatSession {
             persist::save_and_announce(&shared).await;
             outcome
         }));
-        TurnHandle {
-            task,
-            accepted: Some(accepted_rx),
-            kept: false,
-        }
+        TurnHandle::new(task, accepted_rx)
     }
 
     /// Stop the running message: the model turn is cancelled at once, waiting
@@ -537,9 +543,23 @@ fn answer_unanswered(history: &mut Messages) {
 }
 
 enum Work {
-    /// A message, with the generation settings given for it alone.
-    Message(GenerationSettings),
+    /// A message, with the generation settings given for it alone, and the
+    /// schema its final answer must match when it is typed.
+    Message {
+        generation: GenerationSettings,
+        output: Option<lrg_providers::typed::OutputSchema>,
+    },
     Compact,
+}
+
+impl Work {
+    /// A prose message with the session's own settings.
+    fn message() -> Self {
+        Self::Message {
+            generation: GenerationSettings::default(),
+            output: None,
+        }
+    }
 }
 
 /// Bookkeeping when a message ends: the stop note, denied approvals, busy off.

@@ -307,6 +307,10 @@ pub(super) fn replay(shared: &Shared, stored: StoredSession) {
 /// The numbered events that tell a viewer what `rows` hold, in order: what
 /// a resumed session's log begins with, and what a reader that needs the
 /// whole conversation replays when the log has forgotten its start.
+///
+/// A typed answer's `json` is not stored in the history (the row keeps the
+/// text the model wrote, as a provider sees it again), so its rebuilt
+/// `assistant_turn` has none: the text still holds the JSON.
 pub(crate) fn history_events(rows: &[Message]) -> Vec<Event> {
     rows.iter().flat_map(row_events).collect()
 }
@@ -338,6 +342,7 @@ fn row_events(row: &Message) -> Vec<Event> {
             events.push(Event::AssistantTurn {
                 reasoning,
                 text: row.text(),
+                json: None,
             });
             for call in row.tool_calls() {
                 events.push(Event::ToolCall {

@@ -1,16 +1,19 @@
 //! The loop for one user message: model turns, each followed by its tool
-//! calls, until the model answers without calling a tool.
+//! calls, until the model answers without calling a tool. A typed
+//! message's answer is then checked, and repaired, in [`super::typed`].
 
 use std::collections::HashSet;
 
 use futures::StreamExt as _;
+use lrg_providers::typed::OutputSchema;
 use lrg_providers::{
     AssistantTurn, ChatModel, GenerationSettings, Message, ProviderError, ToolCall, TurnEvent,
     TurnRequest,
 };
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, TurnOutcome, calls};
+use super::{Shared, TurnOutcome, calls, typed};
 use crate::context::{self, Budget};
 use crate::events::{DeltaKind, ErrorKind, Event};
 use crate::permissions::is_offered;
@@ -28,6 +31,7 @@ pub(super) enum TurnFailure {
 pub(super) async fn run_message(
     shared: &Shared,
     generation: &GenerationSettings,
+    output: Option<&OutputSchema>,
     cancel: &CancellationToken,
 ) -> TurnOutcome {
     // Identical calls already made for this message (tool name + canonical
@@ -42,6 +46,11 @@ pub(super) async fn run_message(
             Err(failure) => return failed(shared, failure),
         };
         let info = model.info();
+        if let Some(schema) = output
+            && let Err(error) = typed::supported(&info, schema)
+        {
+            return failed(shared, TurnFailure::Failed(error));
+        }
         let mut specs = match shared.tools.list_shared().await {
             Ok(specs) => specs,
             Err(e) => {
@@ -95,41 +104,40 @@ pub(super) async fn run_message(
             };
             return failed(shared, TurnFailure::Failed(error));
         }
+        let system = typed::system_prompt((shared.system_prompt)(&info, &offered), &info, output);
         let request = TurnRequest::new(context::shown_to(&info, fitted.messages))
-            .system_opt((shared.system_prompt)(&info, &offered))
+            .system_opt(system)
             .tools(offered)
-            .settings(settings);
+            .settings(settings)
+            .output(output.cloned());
         let turn = match stream_turn(shared, model.as_ref(), &request, cancel, true).await {
             Ok(turn) => turn,
             Err(failure) => return failed(shared, failure),
         };
-        // Never keep a model past its turn: the app may swap it meanwhile.
-        drop(model);
         if let Some(usage) = turn.usage {
             record_usage(shared, &model_key, usage, &request.messages, &budget);
         }
+        let calls: Vec<ToolCall> = turn.tool_calls().into_iter().cloned().collect();
+        if let Some(schema) = output
+            && calls.is_empty()
+        {
+            // Checked (and repaired, on the same model) before it is kept.
+            let last = typed::Attempt {
+                model,
+                request,
+                key: model_key,
+                budget,
+            };
+            return typed::final_answer(shared, last, turn, schema, cancel).await;
+        }
+        // Never keep a model past its turn: the app may swap it meanwhile.
+        drop(model);
         // The request may share the history (it did when everything fit):
         // gone before the pushes below, they append without copying it.
         drop(request);
-        let calls: Vec<ToolCall> = turn.tool_calls().into_iter().cloned().collect();
-        let reasoning = turn
-            .parts
-            .iter()
-            .filter_map(|p| match p {
-                lrg_providers::Part::Reasoning { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<String>();
-        let text = turn.text();
-        shared.lock().history.push(turn.into_message());
-        // Kept before it is shown: what a viewer saw, a resume has.
-        super::persist::save(shared).await;
-        shared.publish(Event::AssistantTurn {
-            reasoning,
-            text: text.clone(),
-        });
+        let text = keep_turn(shared, turn, None).await;
         if calls.is_empty() {
-            return TurnOutcome::Completed { text };
+            return TurnOutcome::Completed { text, json: None };
         }
         let mut results = Vec::with_capacity(calls.len());
         for call in &calls {
@@ -152,7 +160,30 @@ pub(super) async fn run_message(
     TurnOutcome::StepsExhausted
 }
 
-fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {
+/// Push a finished model turn into the history, keep it, then show it (with
+/// `json`, a typed answer's validated value); its text.
+pub(super) async fn keep_turn(shared: &Shared, turn: AssistantTurn, json: Option<Value>) -> String {
+    let reasoning = turn
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            lrg_providers::Part::Reasoning { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<String>();
+    let text = turn.text();
+    shared.lock().history.push(turn.into_message());
+    // Kept before it is shown: what a viewer saw, a resume has.
+    super::persist::save(shared).await;
+    shared.publish(Event::AssistantTurn {
+        reasoning,
+        text: text.clone(),
+        json,
+    });
+    text
+}
+
+pub(super) fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {
     match failure {
         TurnFailure::Stopped => TurnOutcome::Stopped,
         TurnFailure::Failed(error) => {
@@ -172,7 +203,7 @@ fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {
     }
 }
 
-fn record_usage(
+pub(super) fn record_usage(
     shared: &Shared,
     model_key: &str,
     usage: lrg_providers::Usage,

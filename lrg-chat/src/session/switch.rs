@@ -1,15 +1,21 @@
-//! Switching models, only ever as a new chat: a conversation is never handed
-//! to another model (another provider's thinking blocks and signatures are
-//! no history to continue from, and a cloud model would receive a
-//! conversation kept on this machine).
+//! Switching models: as a new chat ([`ChatSession::switch_model`]), or by
+//! carrying the conversation over ([`ChatSession::carry_over`]) when the
+//! person explicitly asks for it. A conversation is never handed to another
+//! model silently: a cloud model would receive what was kept on this
+//! machine, and another provider's thinking blocks and signatures (its
+//! native parts) are no history to continue from, so a carry-over drops
+//! them and says so with a numbered `model_switched` event.
 
 use std::sync::{Arc, RwLock};
 
 use futures::future::BoxFuture;
 use lrg_providers::{ChatModel, ModelInfo, ModelLocation, ProviderError};
 
+use super::persist::{self, Announce};
 use super::{ChatSession, SessionError};
+use crate::events::Event;
 use crate::model_source::ModelSource;
+use crate::store::{ModelBinding, without_native};
 
 /// What switching to a model would mean, for the app to ask the person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -90,9 +96,62 @@ impl ChatSession {
         state.chat_allowed.clear();
         *source.0.write().unwrap_or_else(|p| p.into_inner()) = model;
         // `cleared` once the emptied history is kept, as for a clear.
-        state.announce.push(super::persist::Announce::Cleared);
+        state.announce.push(Announce::Cleared);
         drop(state);
         drop(self.keep_and_announce());
+        Ok(())
+    }
+
+    /// Carry the conversation over to `model` (bound as `to`), in place: the
+    /// history goes on without its native parts, grants "for this chat"
+    /// stay, and a numbered `model_switched` event says so once the move is
+    /// durable — a kept session's store then binds it to `to`
+    /// ([`crate::store::SessionStore::rebind`]), so it is resumed there.
+    /// Refused while a message is being worked on. The person's explicit
+    /// choice: a cloud model receives the whole conversation (tell them
+    /// where: [`ModelInfo::sends_to`]).
+    pub async fn carry_over(
+        &self,
+        source: &SwitchableModel,
+        model: Arc<dyn ChatModel>,
+        to: ModelBinding,
+    ) -> Result<(), SessionError> {
+        {
+            let mut state = self.shared.lock();
+            if state.running.is_some() {
+                return Err(SessionError::Busy);
+            }
+            if let Some(rows) = without_native(&state.history) {
+                state.history = rows.into();
+                // Changed, not extended: the store rewrites it.
+                state.generation += 1;
+            }
+            let from = {
+                let mut current = source.0.write().unwrap_or_else(|p| p.into_inner());
+                let from = current.info().id();
+                *current = model;
+                from
+            };
+            state
+                .announce
+                .push(Announce::Events(vec![Event::ModelSwitched {
+                    from,
+                    to: to.model.clone(),
+                }]));
+        }
+        if let Some(persister) = &self.shared.persister
+            && let Err(e) = persister.store().rebind(persister.id(), &to).await
+        {
+            self.shared.publish(Event::Warning {
+                message: format!(
+                    "The kept chat still names its old model ({e}): it goes on with {} \
+                     now, but is found on the old model when it is opened again.",
+                    to.model
+                ),
+                retrying: false,
+            });
+        }
+        persist::save_and_announce(&self.shared).await;
         Ok(())
     }
 }

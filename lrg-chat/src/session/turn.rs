@@ -5,7 +5,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use lrg_providers::typed::OutputSchemaError;
 use lrg_providers::{Image, Message, Part, ProviderError, Role};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 /// What the person sends: text and optional images.
@@ -54,6 +56,19 @@ pub enum TurnOutcome {
     Completed {
         /// The final answer text.
         text: String,
+        /// The validated answer of a typed message
+        /// ([`super::ChatSession::send_with_schema`]); `None` for prose.
+        json: Option<Value>,
+    },
+    /// A typed message's answer never matched its schema within
+    /// [`super::SessionConfig::typed_repairs`] repairs (also sent as an
+    /// `error` event of kind `invalid_answer`). The last answer is kept in
+    /// the history, as the model gave it.
+    Invalid {
+        /// The last answer's text.
+        text: String,
+        /// What is wrong with it, one line per problem.
+        errors: Vec<String>,
     },
     /// The person stopped it.
     Stopped,
@@ -86,20 +101,64 @@ pub enum SessionError {
     /// Not called from within a tokio runtime.
     #[error("no tokio runtime: a ChatSession runs its turns as tokio tasks")]
     NoRuntime,
+    /// A typed message's schema cannot be used (refused before anything is
+    /// sent or recorded).
+    #[error(transparent)]
+    Schema(#[from] OutputSchemaError),
 }
 
 /// The running message (or compaction) of a session; await it for its outcome.
 /// Dropping the handle does not stop the work (use [`super::ChatSession::stop`]).
-#[derive(Debug)]
-pub struct TurnHandle {
+///
+/// `O` is what awaiting it gives: a [`TurnOutcome`], or for a typed message
+/// ([`super::ChatSession::send_typed`]) the typed answer or why there is none.
+pub struct TurnHandle<O = TurnOutcome> {
     pub(super) task: tokio::task::JoinHandle<TurnOutcome>,
     /// Told once the message is kept and announced (see [`Self::accepted`]).
     pub(super) accepted: Option<oneshot::Receiver<bool>>,
     /// What it told.
     pub(super) kept: bool,
+    /// Turns the outcome into what the caller asked for (a plain function:
+    /// the handle stays `Unpin` and `Send` whatever `O` is).
+    pub(super) map: fn(TurnOutcome) -> O,
+}
+
+impl<O> std::fmt::Debug for TurnHandle<O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnHandle")
+            .field("task", &self.task)
+            .field("accepted", &self.accepted)
+            .field("kept", &self.kept)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TurnHandle {
+    /// The handle of `task`, giving its outcome as it is.
+    pub(super) fn new(
+        task: tokio::task::JoinHandle<TurnOutcome>,
+        accepted: oneshot::Receiver<bool>,
+    ) -> Self {
+        Self {
+            task,
+            accepted: Some(accepted),
+            kept: false,
+            map: std::convert::identity,
+        }
+    }
+
+    /// The same work, giving `map` of its outcome.
+    pub(super) fn map<P>(self, map: fn(TurnOutcome) -> P) -> TurnHandle<P> {
+        TurnHandle {
+            task: self.task,
+            accepted: self.accepted,
+            kept: self.kept,
+            map,
+        }
+    }
+}
+
+impl<O> TurnHandle<O> {
     /// Wait until the work is accepted: the user message (or a retry's
     /// rewind) is durable in the session's store and its numbered event
     /// published — what to await before acknowledging a message to anyone
@@ -118,16 +177,17 @@ impl TurnHandle {
     }
 }
 
-impl Future for TurnHandle {
-    type Output = TurnOutcome;
+impl<O> Future for TurnHandle<O> {
+    type Output = O;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TurnOutcome> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
+        let map = self.map;
         Pin::new(&mut self.task).poll(cx).map(|r| {
-            r.unwrap_or_else(|e| TurnOutcome::Failed {
+            map(r.unwrap_or_else(|e| TurnOutcome::Failed {
                 error: ProviderError::Other {
                     message: format!("the session task failed: {e}"),
                 },
-            })
+            }))
         })
     }
 }

@@ -21,6 +21,11 @@
 //! row bound, the older rows go to `<id>.jsonl.archive-<n>` (a header, then
 //! rows) before the file is rewritten without them. A delete removes the
 //! archives with the session.
+//!
+//! Archiving a chat ([`SessionStore::archive`]) and moving it to another
+//! model ([`SessionStore::rebind`]) rewrite only the header (temp + rename,
+//! every other line kept byte for byte); an archived chat's lock note
+//! names no keys, so it holds none even when its file is later damaged.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -32,13 +37,15 @@ use futures::future::BoxFuture;
 use lrg_providers::Message;
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::jsonl_format::{
-    LockNote, header_line, parse, parse_header, row_lines, salvage, step_lines, summarize,
+use super::jsonl_files::{
+    archive_rows, blocking, damage_of, io, read_file, remove, remove_archives, rewrite_header,
+    sync_dir, write_note, write_whole,
 };
+use super::jsonl_format::{LockNote, header_line, parse_header, step_lines, summarize};
 use super::jsonl_index::KeyIndex;
 use super::{
-    DamagedSession, ListFilter, SessionId, SessionKeys, SessionMeta, SessionState, SessionStore,
-    SessionSummary, StoreError, StoredSession, relock, trim_start,
+    DamagedSession, ListFilter, ModelBinding, SessionId, SessionKeys, SessionMeta, SessionState,
+    SessionStore, SessionSummary, StoreError, StoredSession, relock, trim_start,
 };
 
 /// Sessions as JSON-lines files in one directory: `<dir>/<id>.jsonl`, a
@@ -64,13 +71,6 @@ struct Writer {
     /// Holds the advisory lock while open.
     lock: File,
     lock_path: PathBuf,
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 impl JsonlStore {
@@ -197,144 +197,6 @@ impl JsonlStore {
     }
 }
 
-/// What can be told of the damaged file `path`: its id and keys from what
-/// is left of its header, else from its lock file's note.
-pub(super) fn damage_of(path: &Path, bytes: &[u8], error: StoreError) -> DamagedSession {
-    let (mut id, mut keys) = salvage(bytes);
-    let stem = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .map(|s| s.replace('.', "::"));
-    if id.is_none() {
-        id = stem.as_deref().and_then(|s| s.parse().ok());
-    }
-    if keys.is_none()
-        && let Some(note) = std::fs::read(path.with_extension("lock"))
-            .ok()
-            .and_then(|b| LockNote::parse(&b))
-        && id.as_ref().is_none_or(|id| *id == note.id)
-    {
-        id = Some(note.id);
-        keys = note.keys;
-    }
-    DamagedSession {
-        file: path.to_path_buf(),
-        id,
-        keys,
-        error,
-    }
-}
-
-/// Write `note` over the lock file's content, durably.
-fn write_note(lock: &File, lock_path: &Path, note: &[u8]) -> Result<(), StoreError> {
-    let mut f = lock;
-    f.set_len(0).map_err(io(lock_path))?;
-    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0)).map_err(io(lock_path))?;
-    f.write_all(note).map_err(io(lock_path))?;
-    f.sync_data().map_err(io(lock_path))
-}
-
-/// The archives of the session file `path`: `<file>.archive-<n>`, oldest
-/// first (a listing skips them: they are not `.jsonl`).
-fn archives(path: &Path) -> Vec<(u64, PathBuf)> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
-        return Vec::new();
-    };
-    let prefix = format!("{name}.archive-");
-    let mut out: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let file = e.file_name();
-            let n = file.to_str()?.strip_prefix(&prefix)?.parse().ok()?;
-            Some((n, e.path()))
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-/// Move `rows` (the oldest of a session) to a new archive beside `path`:
-/// its header, then the rows, written whole (temp + rename) before the
-/// session file is rewritten without them.
-fn archive(path: &Path, meta: &SessionMeta, rows: &[Message]) -> Result<(), StoreError> {
-    let next = archives(path).last().map_or(1, |(n, _)| n + 1);
-    let target = PathBuf::from(format!("{}.archive-{next}", path.display()));
-    let tmp = PathBuf::from(format!("{}.tmp", target.display()));
-    let mut bytes = header_line(meta);
-    bytes.extend(row_lines(rows)?);
-    let mut file = File::create(&tmp).map_err(io(&tmp))?;
-    file.write_all(&bytes).map_err(io(&tmp))?;
-    file.sync_data().map_err(io(&tmp))?;
-    drop(file);
-    std::fs::rename(&tmp, &target).map_err(io(&target))?;
-    if let Some(dir) = path.parent() {
-        sync_dir(dir);
-    }
-    Ok(())
-}
-
-fn remove_archives(path: &Path) -> Result<(), StoreError> {
-    for (_, archive) in archives(path) {
-        remove(&archive)?;
-    }
-    Ok(())
-}
-
-/// Run blocking file work off the async threads.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, StoreError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|e| Err(StoreError::Database(format!("store task failed: {e}"))))
-}
-
-fn sync_dir(dir: &Path) {
-    // Makes a create or rename durable; not supported everywhere (Windows),
-    // where the rename itself is what there is.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-}
-
-/// Write `meta`, `rows` and `state` to a temporary file and rename it over
-/// `path`; returns the file reopened for appending.
-fn write_whole(
-    path: &Path,
-    meta: &SessionMeta,
-    rows: &[Message],
-    state: &SessionState,
-) -> Result<File, StoreError> {
-    let mut bytes = header_line(meta);
-    bytes.extend(step_lines(rows, state)?);
-    let tmp = path.with_extension("jsonl.tmp");
-    let mut file = File::create(&tmp).map_err(io(&tmp))?;
-    file.write_all(&bytes).map_err(io(&tmp))?;
-    file.sync_data().map_err(io(&tmp))?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    if let Some(dir) = path.parent() {
-        sync_dir(dir);
-    }
-    OpenOptions::new().append(true).open(path).map_err(io(path))
-}
-
-/// Read and check a session file. A torn last line (no newline at its end:
-/// a write cut short) is dropped with a warning; anything else that does not
-/// parse is an error naming the file and line.
-fn read_file(path: &Path, id: &SessionId) -> Result<StoredSession, StoreError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(StoreError::NotFound(id.clone()));
-        }
-        Err(e) => return Err(io(path)(e)),
-    };
-    parse(path, &bytes, Some(id))
-}
-
 impl SessionStore for JsonlStore {
     fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
@@ -419,7 +281,7 @@ impl SessionStore for JsonlStore {
                 }
                 let start = trim_start(&stored.rows, max_rows);
                 if start > 0 {
-                    archive(&path, &stored.meta, &stored.rows[..start])?;
+                    archive_rows(&path, &stored.meta, &stored.rows[..start])?;
                     stored.rows.drain(..start);
                 }
                 // Rewritten only when something changed: a repair (a torn
@@ -570,17 +432,80 @@ impl SessionStore for JsonlStore {
         })
     }
 
+    fn archive<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let archived = |meta: &mut SessionMeta| meta.archived = true;
+            let open = relock(&self.open).get(id).cloned();
+            if let Some(writer) = open {
+                // Written here: archived in place, under the writer's lock,
+                // and the session goes on being written.
+                let mut writer = writer.lock_owned().await;
+                return blocking(move || {
+                    if writer.file.is_none() {
+                        return Err(StoreError::NotOpen(writer.id.clone()));
+                    }
+                    let (meta, file) = rewrite_header(&writer.path, &writer.id, archived)?;
+                    if let Some(file) = file {
+                        writer.file = Some(file);
+                        // The keys are released in the note too: a damaged
+                        // archived file must not hold them.
+                        write_note(
+                            &writer.lock,
+                            &writer.lock_path,
+                            &LockNote::of(&meta).to_bytes(),
+                        )?;
+                    }
+                    Ok(true)
+                })
+                .await;
+            }
+            let path = self.path_of(id);
+            if !path.exists() {
+                return Ok(false);
+            }
+            let (lock, lock_path) = self.take_lock(id)?;
+            let id = id.clone();
+            blocking(move || {
+                let (meta, file) = match rewrite_header(&path, &id, archived) {
+                    Err(StoreError::NotFound(_)) => return Ok(false),
+                    other => other?,
+                };
+                if file.is_some() {
+                    write_note(&lock, &lock_path, &LockNote::of(&meta).to_bytes())?;
+                }
+                drop(lock);
+                Ok(true)
+            })
+            .await
+        })
+    }
+
+    fn rebind<'a>(
+        &'a self,
+        id: &'a SessionId,
+        model: &'a ModelBinding,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut writer = self.writer(id)?.lock_owned().await;
+            let model = model.clone();
+            blocking(move || {
+                if writer.file.is_none() {
+                    return Err(StoreError::NotOpen(writer.id.clone()));
+                }
+                let (_, file) =
+                    rewrite_header(&writer.path, &writer.id, |meta| meta.model = model)?;
+                if let Some(file) = file {
+                    writer.file = Some(file);
+                }
+                Ok(())
+            })
+            .await
+        })
+    }
+
     fn release<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, ()> {
         // Dropping the writer closes the lock file, which frees the lock.
         relock(&self.open).remove(id);
         Box::pin(async {})
-    }
-}
-
-fn remove(path: &Path) -> Result<bool, StoreError> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(io(path)(e)),
     }
 }

@@ -53,10 +53,12 @@ pub(super) struct LockNote {
 }
 
 impl LockNote {
+    /// The note of `meta`: an archived session's names no keys (it has
+    /// released them).
     pub(super) fn of(meta: &SessionMeta) -> Self {
         Self {
             id: meta.id.clone(),
-            keys: meta.keys.clone(),
+            keys: meta.live_keys().cloned(),
         }
     }
 
@@ -293,8 +295,9 @@ pub(super) fn summarize(path: &Path, bytes: &[u8]) -> Result<SessionSummary, Sto
     })
 }
 
-/// What a damaged file still tells: its id and keys, from whatever of the
-/// header parses as JSON (a newer format's header does).
+/// What a damaged file still tells: its id and keys (none once archived),
+/// from whatever of the header parses as JSON (a newer format's header
+/// does).
 pub(super) fn salvage(bytes: &[u8]) -> (Option<SessionId>, Option<SessionKeys>) {
     let line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
@@ -304,8 +307,11 @@ pub(super) fn salvage(bytes: &[u8]) -> (Option<SessionId>, Option<SessionKeys>) 
         .get("id")
         .and_then(|v| v.as_str())
         .and_then(|s| s.parse().ok());
+    // An archived session has released its keys: its damage holds none.
+    let archived = value.get("archived").and_then(|a| a.as_bool()) == Some(true);
     let keys = value
         .get("keys")
+        .filter(|_| !archived)
         .and_then(|k| serde_json::from_value(k.clone()).ok());
     (id, keys)
 }

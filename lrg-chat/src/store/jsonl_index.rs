@@ -8,11 +8,13 @@
 //!   process creating or deleting sessions in the same directory is
 //!   therefore seen at once, as a full scan would see it: no second chat is
 //!   started under keys another process just used.
-//! - **Keys.** A session's keys are in its header, which lrg never changes
-//!   (a rewrite keeps it), so what a file was seen to hold stays true. The
-//!   files a lookup hits are read again whole, so their summary is current,
-//!   and damage since (or a file replaced under the same name) is seen
-//!   there: a damaged file under the keys refuses the lookup.
+//! - **Keys.** A session's keys are in its header, which a rewrite keeps.
+//!   The one change lrg makes to them is archiving, which releases them;
+//!   a file seen to hold keys is a hit until then, and the files a lookup
+//!   hits are read again whole, so their summary is current, an archived
+//!   one is no longer a hit (and is indexed as holding no keys), and damage
+//!   since (or a file replaced under the same name) is seen there: a
+//!   damaged file under the keys refuses the lookup.
 //! - **Unreadable files** whose keys nothing tells (neither header nor lock
 //!   note) are read again on every lookup: a person may have repaired one.
 //!
@@ -68,13 +70,14 @@ fn read(path: &Path) -> Read {
     };
     match summarize(path, &bytes) {
         Ok(s) => Read::Good(s),
-        Err(error) => Read::Damaged(super::jsonl::damage_of(path, &bytes, error)),
+        Err(error) => Read::Damaged(super::jsonl_files::damage_of(path, &bytes, error)),
     }
 }
 
 fn seen_of(read: &Read) -> Option<Seen> {
     match read {
-        Read::Good(s) => Some(match &s.meta.keys {
+        // An archived session's keys are released: it holds none.
+        Read::Good(s) => Some(match s.meta.live_keys() {
             Some(k) => Seen::Keyed(k.clone()),
             None => Seen::Unkeyed,
         }),
@@ -145,7 +148,7 @@ impl KeyIndex {
                 None => self.files.remove(&name),
             };
             match read {
-                Read::Good(s) if s.meta.keys.as_ref() == Some(keys) => {
+                Read::Good(s) if s.meta.live_keys() == Some(keys) => {
                     let newer = found.as_ref().is_none_or(|f| {
                         (s.updated_ms, std::cmp::Reverse(&s.meta.id))
                             > (f.updated_ms, std::cmp::Reverse(&f.meta.id))

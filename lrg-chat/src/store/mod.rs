@@ -15,11 +15,18 @@
 //! session at a time: [`SessionStore::create`] and [`SessionStore::resume`]
 //! take the writer's place, which [`SessionStore::release`] gives back.
 //!
+//! A chat is never lost by reopening it: one on another model is either
+//! moved there ([`SessionStore::rebind`], when the person carries the
+//! conversation over) or archived ([`SessionStore::archive`]: kept with its
+//! history and listed, its keys released for a new chat). Only
+//! [`SessionStore::delete`] removes one.
+//!
 //! Two stores: [`JsonlStore`] (one file per session, the embedded default) and,
 //! with the `postgres` feature, `PgStore`. Both pass one conformance suite
 //! (`lrg-chat/tests/store.rs`).
 
 mod jsonl;
+mod jsonl_files;
 mod jsonl_format;
 mod jsonl_index;
 mod keys;
@@ -42,6 +49,7 @@ pub use postgres::PgStore;
 pub use repair::INTERRUPTED_NOTE;
 pub(crate) use repair::{loaded, open_call_results};
 pub use trim::trim_start;
+pub(crate) use trim::without_native;
 
 /// The format version written in each session's header; a store refuses to
 /// read a newer one.
@@ -144,8 +152,9 @@ impl From<SessionId> for String {
     }
 }
 
-/// Which model a session is bound to: a conversation is never handed to
-/// another model.
+/// Which model a session is bound to: a conversation is not handed to
+/// another model unless the person carries it over
+/// ([`SessionStore::rebind`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ModelBinding {
@@ -185,10 +194,22 @@ pub struct SessionMeta {
     /// Its client and context keys, when it is keyed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<SessionKeys>,
-    /// The model it runs on.
+    /// The model it runs on (changed only by [`SessionStore::rebind`],
+    /// when the person carries the conversation over to another model).
     pub model: ModelBinding,
     /// When it was created, in milliseconds since the Unix epoch.
     pub created_ms: u64,
+    /// Archived ([`SessionStore::archive`]): kept with its history and
+    /// listed, but its keys are released, so [`SessionStore::find`] never
+    /// finds it and a new chat may take them. Its archive id is its session
+    /// id ([`SessionMeta::archive_id`]). Absent (false) in files from
+    /// before archiving, which load as they are.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub archived: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl SessionMeta {
@@ -200,7 +221,22 @@ impl SessionMeta {
             keys: None,
             model,
             created_ms: now_ms(),
+            archived: false,
         }
+    }
+
+    /// The id an archived session is shown and removed by (`lrg sessions
+    /// show ID`): its session id, which is unique and never changes, so an
+    /// archive id is valid for as long as the chat is kept. `None` while the
+    /// session is not archived.
+    pub fn archive_id(&self) -> Option<&SessionId> {
+        self.archived.then_some(&self.id)
+    }
+
+    /// The keys it holds: its keys unless it is archived (an archived
+    /// session has released them).
+    pub fn live_keys(&self) -> Option<&SessionKeys> {
+        self.keys.as_ref().filter(|_| !self.archived)
     }
 
     /// The same session with keys.
@@ -382,6 +418,10 @@ pub enum StoreError {
     /// The database failed.
     #[error("session database: {0}")]
     Database(String),
+    /// The store does not do this (a store written before the operation
+    /// was added to [`SessionStore`]); nothing was changed.
+    #[error("this session store cannot {0}; nothing was changed")]
+    Unsupported(&'static str),
 }
 
 impl StoreError {
@@ -446,6 +486,36 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// brings it back. Returns whether it existed.
     fn delete<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<bool, StoreError>>;
 
+    /// Archive a session: it stays in the store with its history and is
+    /// listed ([`SessionMeta::archived`]), but its keys are released, so
+    /// [`SessionStore::find`] never finds it again and a new chat may take
+    /// them. Nothing is deleted. A session this handle writes is archived
+    /// in place and may go on being written; any other is locked for the
+    /// change ([`StoreError::Locked`] while another process writes it).
+    /// Returns whether it existed. (Not to be confused with the row archive
+    /// of a bounded resume, which keeps a live session's older rows.)
+    ///
+    /// The default refuses ([`StoreError::Unsupported`]), so a store that
+    /// predates archiving never loses a chat to a half-done replace.
+    fn archive<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = id;
+        Box::pin(async { Err(StoreError::Unsupported("archive a chat")) })
+    }
+
+    /// Bind a session this handle writes ([`StoreError::NotOpen`]
+    /// otherwise) to another model, durably: the person carried the
+    /// conversation over, and a later open must find it on that model.
+    ///
+    /// The default refuses ([`StoreError::Unsupported`]).
+    fn rebind<'a>(
+        &'a self,
+        id: &'a SessionId,
+        model: &'a ModelBinding,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (id, model);
+        Box::pin(async { Err(StoreError::Unsupported("move a chat to another model")) })
+    }
+
     /// Give back the writer's place (the session is evicted or ended here).
     /// This handle stops writing the session at once; the returned future
     /// completes when another process may take it (dropping it without
@@ -459,7 +529,8 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
         Box::pin(async { Ok(Vec::new()) })
     }
 
-    /// The most recently changed session with exactly these keys. A damaged
+    /// The most recently changed session with exactly these keys that is
+    /// not archived (an archived one has released its keys). A damaged
     /// session with these keys is an error ([`StoreError::Corrupt`] or
     /// [`StoreError::FutureVersion`]), even beside a readable one: never
     /// may a caller start a second chat under keys whose chat it cannot
@@ -478,7 +549,11 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
                 return Err(damaged.error);
             }
             let filter = ListFilter::keys(keys);
-            Ok(self.list(&filter).await?.into_iter().next())
+            Ok(self
+                .list(&filter)
+                .await?
+                .into_iter()
+                .find(|s| !s.meta.archived))
         })
     }
 }

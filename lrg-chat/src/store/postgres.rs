@@ -15,7 +15,13 @@
 //! [`SessionStore::damaged`] with the keys its columns hold, so it is never
 //! replaced by a second chat under them.
 //!
+//! An archived session ([`SessionStore::archive`]) keeps its rows and its
+//! key columns, and has `archived` set (in its meta and in a column of its
+//! own): keyed lookups pass it by.
+//!
 //! One connection per store, used by one operation at a time.
+
+mod meta;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -27,8 +33,9 @@ use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncGuard, OnceCell};
 use tokio_postgres::{Client, NoTls};
 
 use super::{
-    DamagedSession, FORMAT_VERSION, ListFilter, SessionId, SessionKeys, SessionMeta, SessionState,
-    SessionStore, SessionSummary, StoreError, StoredSession, loaded, relock, trim_start,
+    DamagedSession, FORMAT_VERSION, ListFilter, ModelBinding, SessionId, SessionKeys, SessionMeta,
+    SessionState, SessionStore, SessionSummary, StoreError, StoredSession, loaded, relock,
+    trim_start,
 };
 
 const MIGRATION: &str = "
@@ -45,6 +52,7 @@ CREATE TABLE IF NOT EXISTS lrg_sessions (
     rows        BIGINT NOT NULL DEFAULT 0,
     updated_ms  BIGINT NOT NULL
 );
+ALTER TABLE lrg_sessions ADD COLUMN IF NOT EXISTS archived BOOLEAN NOT NULL DEFAULT false;
 CREATE INDEX IF NOT EXISTS lrg_sessions_keys ON lrg_sessions (owner, client_key, context_key);
 CREATE TABLE IF NOT EXISTS lrg_session_rows (
     session_id TEXT NOT NULL REFERENCES lrg_sessions (id) ON DELETE CASCADE,
@@ -330,67 +338,6 @@ async fn archive_and_replace(
     tx.commit().await.map_err(db)
 }
 
-impl PgStore {
-    /// The damaged sessions, all or those with `keys`.
-    async fn damaged_with(
-        &self,
-        keys: Option<&SessionKeys>,
-    ) -> Result<Vec<DamagedSession>, StoreError> {
-        let client = self.client().await?;
-        let (client_key, context_key) = match keys {
-            Some(k) => (
-                Some(k.client().as_str().to_string()),
-                Some(k.context().as_str().to_string()),
-            ),
-            None => (None, None),
-        };
-        let rows = client
-            .query(
-                "SELECT id, client_key, context_key, version, meta FROM lrg_sessions \
-                 WHERE ($1::TEXT IS NULL OR client_key = $1) \
-                   AND ($2::TEXT IS NULL OR context_key = $2)",
-                &[&client_key, &context_key],
-            )
-            .await
-            .map_err(db)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let id: &str = row.get(0);
-            let Ok(id) = id.parse::<SessionId>() else {
-                continue;
-            };
-            let version: i32 = row.get(3);
-            let error = if version > FORMAT_VERSION as i32 {
-                StoreError::FutureVersion {
-                    file: place(&id),
-                    found: u32::try_from(version).unwrap_or(u32::MAX),
-                }
-            } else {
-                match serde_json::from_str::<SessionMeta>(row.get::<_, &str>(4)) {
-                    Ok(_) => continue,
-                    Err(e) => StoreError::Corrupt {
-                        file: place(&id),
-                        line: 0,
-                        reason: format!("unreadable meta ({e})"),
-                    },
-                }
-            };
-            let keys = match (row.get::<_, Option<&str>>(1), row.get::<_, Option<&str>>(2)) {
-                (Some(c), Some(x)) => SessionKeys::new(c, x).ok(),
-                _ => None,
-            };
-            tracing::error!("a damaged session, left as it is: {error}");
-            out.push(DamagedSession {
-                file: place(&id),
-                id: Some(id),
-                keys,
-                error,
-            });
-        }
-        Ok(out)
-    }
-}
-
 impl SessionStore for PgStore {
     fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
@@ -557,7 +504,11 @@ impl SessionStore for PgStore {
             if let Some(d) = self.damaged_with(Some(keys)).await?.into_iter().next() {
                 return Err(d.error);
             }
-            Ok(self.list(&ListFilter::keys(keys)).await?.into_iter().next())
+            Ok(self
+                .list(&ListFilter::keys(keys))
+                .await?
+                .into_iter()
+                .find(|s| !s.meta.archived))
         })
     }
 
@@ -576,6 +527,41 @@ impl SessionStore for PgStore {
                 .map_err(db);
             Self::unlock(&client, id).await;
             Ok(deleted? > 0)
+        })
+    }
+
+    fn archive<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let mut client = self.client().await?;
+            // Ours: archived in place, and it goes on being written. Not
+            // ours: it must not be anyone's while it changes.
+            let ours = self.is_open(id);
+            if !ours {
+                self.take_lock(&client, id).await?;
+            }
+            let archived = meta::update_meta(&mut client, id, |m| m.archived = true).await;
+            if !ours {
+                Self::unlock(&client, id).await;
+            }
+            Ok(archived?.is_some())
+        })
+    }
+
+    fn rebind<'a>(
+        &'a self,
+        id: &'a SessionId,
+        model: &'a ModelBinding,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut client = self.client().await?;
+            if !self.is_open(id) {
+                return Err(StoreError::NotOpen(id.clone()));
+            }
+            let model = model.clone();
+            match meta::update_meta(&mut client, id, |m| m.model = model).await? {
+                Some(_) => Ok(()),
+                None => Err(StoreError::NotOpen(id.clone())),
+            }
         })
     }
 

@@ -1,7 +1,8 @@
 //! Where a resumed history may be cut: the newest rows within a bound, never
-//! separating a tool call from its result.
+//! separating a tool call from its result; and what of it goes with a
+//! conversation carried over to another model.
 
-use lrg_providers::{Message, Role};
+use lrg_providers::{Message, Part, Role};
 
 /// The index of the first row to keep so that at most `max_rows` rows remain
 /// (when a cut is possible) and the kept rows start at a user message: no
@@ -23,6 +24,25 @@ pub fn trim_start(rows: &[Message], max_rows: usize) -> usize {
         return earliest + i;
     }
     0
+}
+
+/// `rows` without their native parts (a provider's own thinking blocks and
+/// signatures, no history for another model); the rows themselves are all
+/// kept, in order, so every index into the history stays valid. `None`
+/// when there were none to drop.
+pub(crate) fn without_native(rows: &[Message]) -> Option<Vec<Message>> {
+    let native = |p: &Part| matches!(p, Part::Native(_));
+    if !rows.iter().any(|r| r.parts.iter().any(native)) {
+        return None;
+    }
+    Some(
+        rows.iter()
+            .map(|r| Message {
+                role: r.role,
+                parts: r.parts.iter().filter(|p| !native(p)).cloned().collect(),
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -24,11 +24,13 @@ pub(super) async fn run(
     }
     let outcome = work(&parent, &id, &sub, prompt).await;
     let (status, text) = match outcome {
-        TurnOutcome::Completed { text } if text.trim().is_empty() => (
+        TurnOutcome::Completed { text, .. } if text.trim().is_empty() => (
             SubAgentStatus::Done,
             "(The sub-agent finished without writing an answer.)".to_string(),
         ),
-        TurnOutcome::Completed { text } => (SubAgentStatus::Done, text),
+        TurnOutcome::Completed { text, .. } => (SubAgentStatus::Done, text),
+        // Sub-agents' tasks are never typed; kept as the answer should one be.
+        TurnOutcome::Invalid { text, .. } => (SubAgentStatus::Done, text),
         TurnOutcome::Stopped => (SubAgentStatus::Stopped, String::new()),
         TurnOutcome::Failed { error } => (
             SubAgentStatus::Failed,

@@ -6,7 +6,8 @@
 //! and returns a [`Transcript`]. Check it with the `assert_*` helpers in a
 //! `cargo test`, or with [`Expectations::check`], which is what `lrg test`
 //! does with the `expect` table of a scenario file: both share one
-//! implementation.
+//! implementation. A message sent with [`SessionTest::typed_message`] runs
+//! typed, as a scenario's `[output] schema` runs its last message.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -58,6 +59,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lrg_providers::record::ReplayModel;
+use lrg_providers::typed::OutputSchema;
 use lrg_providers::{ChatModel, GenerationSettings, ScriptedModel, ScriptedTurn};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -166,14 +168,18 @@ pub struct SessionTest {
     system: Option<String>,
     max_steps: Option<usize>,
     generation: GenerationSettings,
-    messages: Vec<String>,
+    /// Each message, with the schema its answer must match when typed.
+    messages: Vec<(String, Option<OutputSchema>)>,
     timeout: Duration,
 }
 
 impl std::fmt::Debug for SessionTest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionTest")
-            .field("messages", &self.messages)
+            .field(
+                "messages",
+                &self.messages.iter().map(|(m, _)| m).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -264,7 +270,17 @@ impl SessionTest {
     /// A message to send; several are sent in turn, each after the last
     /// one's reply. The run stops at the first that gets none.
     pub fn message(mut self, text: impl Into<String>) -> Self {
-        self.messages.push(text.into());
+        self.messages.push((text.into(), None));
+        self
+    }
+
+    /// A typed message: sent as [`ChatSession::send_output`] sends it, its
+    /// final answer must match `schema`. One that never does (within the
+    /// repair budget) ends the run [`Outcome::Failed`], the schema's errors
+    /// in [`Transcript::outcome_detail`] — exit status 1, as `lrg run
+    /// --output-schema` ends.
+    pub fn typed_message(mut self, text: impl Into<String>, schema: OutputSchema) -> Self {
+        self.messages.push((text.into(), Some(schema)));
         self
     }
 
@@ -297,8 +313,12 @@ impl SessionTest {
         let mut replies = Vec::new();
         let mut outcome = Outcome::Replied;
         let mut detail = None;
-        for message in self.messages {
-            let handle = match session.send(message) {
+        for (message, output) in self.messages {
+            let handle = match output {
+                Some(schema) => session.send_output(message, schema),
+                None => session.send(message),
+            };
+            let handle = match handle {
                 Ok(h) => h,
                 Err(e) => {
                     (outcome, detail) = (Outcome::Failed, Some(e.to_string()));
@@ -319,9 +339,18 @@ impl SessionTest {
                 }
             };
             match ended {
-                TurnOutcome::Completed { text } => replies.push(text),
+                TurnOutcome::Completed { text, .. } => replies.push(text),
                 TurnOutcome::Failed { error } => {
                     (outcome, detail) = (Outcome::Failed, Some(error.to_string()));
+                    break;
+                }
+                // A typed answer that never matched: a failure, with why.
+                TurnOutcome::Invalid { errors, .. } => {
+                    let why = format!(
+                        "the answer does not match its JSON Schema: {}",
+                        errors.join("; ")
+                    );
+                    (outcome, detail) = (Outcome::Failed, Some(why));
                     break;
                 }
                 TurnOutcome::Stopped => {
@@ -472,6 +501,58 @@ mod tests {
         assert!(
             text.contains(r#"remove {"ids":[2,3]} (arguments differ)"#),
             "{text}"
+        );
+    }
+
+    fn triage() -> OutputSchema {
+        OutputSchema::new(json!({
+            "type": "object",
+            "properties": {"priority": {"type": "integer", "maximum": 5}},
+            "required": ["priority"]
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_typed_message_passes_with_a_valid_answer_and_fails_with_its_errors() {
+        let turns = |t: &[&str]| {
+            let turns: Vec<ScriptedTurn> = t
+                .iter()
+                .map(|t| ScriptedTurn {
+                    text: Some((*t).into()),
+                    ..Default::default()
+                })
+                .collect();
+            ScriptedModel::new(turns)
+        };
+        let run = SessionTest::new(turns(&["Hello.", r#"{"priority": 2}"#]))
+            .message("hi")
+            .typed_message("triage it", triage())
+            .run()
+            .await;
+        run.assert_exit_status(0);
+        assert_eq!(run.replies, ["Hello.", r#"{"priority": 2}"#]);
+        let typed: Vec<Option<&serde_json::Value>> = run
+            .events
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::AssistantTurn { json, .. } => Some(json.as_ref()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(typed, [None, Some(&json!({"priority": 2}))]);
+
+        let bad = r#"{"priority": 7}"#;
+        let run = SessionTest::new(turns(&[bad, bad, bad]))
+            .typed_message("triage it", triage())
+            .run()
+            .await;
+        assert_eq!(run.outcome, Outcome::Failed);
+        run.assert_exit_status(1);
+        let detail = run.outcome_detail.unwrap();
+        assert!(
+            detail.contains("`priority`: 7 is greater than the maximum of 5"),
+            "{detail}"
         );
     }
 

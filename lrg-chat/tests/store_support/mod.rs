@@ -16,6 +16,12 @@ use lrg_chat::store::{
 use lrg_providers::{Image, Message, NativePart, Part, Role, ToolCall, ToolResult, Usage};
 use serde_json::json;
 
+mod reopen;
+// Used through `conformance_suite!`, which not every test that shares this
+// module runs.
+#[allow(unused_imports)]
+pub use reopen::*;
+
 /// How long any store operation in a test may take.
 pub const WAIT: Duration = Duration::from_secs(60);
 
@@ -432,7 +438,9 @@ macro_rules! conformance_suite {
             round_trip_every_part, list_and_find_by_keys, concurrent_appends,
             delete_during_append, rewrite_replaces, resume_trims_keeping_calls_paired,
             one_writer_at_a_time, open_calls_are_answered_on_load, ten_thousand_rows,
-            sub_agents_go_with_their_parent);
+            sub_agents_go_with_their_parent, archive_releases_the_keys,
+            rebind_moves_a_chat_to_another_model,
+            the_registry_never_loses_a_chat_on_another_model);
     };
     (@tests $make:path; $($check:ident),*) => {
         $(

@@ -147,8 +147,14 @@ async fn run_once(case: &Case, options: &RunOptions) -> Attempt {
     if let Some(steps) = case.max_steps {
         test = test.max_steps(steps);
     }
-    for message in &case.messages {
-        test = test.message(message.clone());
+    // A typed case: its last message is the one whose answer is the case's
+    // output; the ones before it set the conversation up.
+    let last = case.messages.len().saturating_sub(1);
+    for (i, message) in case.messages.iter().enumerate() {
+        test = match &case.output {
+            Some(schema) if i == last => test.typed_message(message.clone(), schema.clone()),
+            _ => test.message(message.clone()),
+        };
     }
     let transcript = test.run().await;
     host.shutdown().await;

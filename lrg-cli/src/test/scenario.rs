@@ -3,8 +3,14 @@
 //! A file is one case, or holds several under `cases`, each taking from the
 //! top level every field it does not set itself (a shared model, tools,
 //! permissions, expectations). Paths in a file (`script:`/`replay:` models,
-//! `recording`, `tools.mcp_config`) are relative to the file's folder.
-//! `lrg test --schema` prints the JSON Schema of the format.
+//! `recording`, `tools.mcp_config`, `output.schema`) are relative to the
+//! file's folder. `lrg test --schema` prints the JSON Schema of the format.
+//!
+//! A case with `[output] schema = "FILE"` is typed: its last message is
+//! sent the way `lrg run --output-schema FILE` sends it, so its answer must
+//! match that JSON Schema. The file is read and checked when the scenario
+//! is loaded: one that is missing, not JSON or not a usable schema is a bad
+//! scenario file (exit 2), named with the schema file and what is wrong.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,6 +19,7 @@ use std::time::Duration;
 
 use lrg_chat::permissions::{Mode, PermissionSettings, Rule};
 use lrg_chat::testing::{ApprovalAnswer, DEFAULT_TIMEOUT, Expectations};
+use lrg_providers::typed::OutputSchema;
 use lrg_providers::{GenerationSettings, InvalidSetting};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -51,6 +58,15 @@ pub struct PermissionsSpec {
     /// without an answer is denied.
     #[serde(default)]
     pub approvals: Vec<ApprovalAnswer>,
+}
+
+/// A typed case: the JSON Schema its answer must match.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// A JSON file holding the JSON Schema the last message's answer must
+    /// match (that message is sent typed, as `lrg run --output-schema`).
+    pub schema: PathBuf,
 }
 
 /// One case, or (at a file's top level) the defaults of the `cases` below.
@@ -100,6 +116,9 @@ pub struct CaseSpec {
     /// What the run must do; `exit_status` defaults to 0.
     #[serde(default)]
     pub expect: Option<Expectations>,
+    /// The answer's JSON Schema: the case is typed.
+    #[serde(default)]
+    pub output: Option<OutputSpec>,
     /// Several cases in one file (top level only): each takes the top-level
     /// fields it does not set.
     #[serde(default)]
@@ -137,6 +156,9 @@ pub struct Case {
     pub timeout: Duration,
     /// The expectations (exit status defaulted to 0).
     pub expect: Expectations,
+    /// The schema the last message's answer must match, read from
+    /// `output.schema`: the case is typed.
+    pub output: Option<OutputSchema>,
 }
 
 impl Case {
@@ -283,24 +305,36 @@ fn parse(file: &Path, text: &str) -> Result<CaseSpec, ScenarioError> {
 /// The first line that sets the key `key` (`key =` in TOML, `key:` in
 /// YAML), to point at a value that only a check after parsing finds wrong.
 fn line_of(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| sets_key(line, key))
+        .map(|i| i + 1)
+}
+
+/// The first line that sets the key `key` to a value holding `value` (a
+/// path as written): of several `schema` keys, the one that names it.
+fn line_of_value(text: &str, key: &str, value: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| sets_key(line, key) && line.contains(value))
+        .map(|i| i + 1)
+}
+
+/// Whether `line` sets the key `key`, alone or as the last part of a
+/// dotted key (`reply.regex =`).
+fn sets_key(line: &str, key: &str) -> bool {
     if key.is_empty() {
-        return None;
+        return false;
     }
     let word = |c: char| c.is_alphanumeric() || c == '_';
-    text.lines()
-        .position(|line| {
-            line.match_indices(key).any(|(at, _)| {
-                let before = line[..at].chars().next_back();
-                let rest = &line[at + key.len()..];
-                let after = rest
-                    .trim_start_matches(['"', '\''])
-                    .trim_start()
-                    .chars()
-                    .next();
-                !before.is_some_and(word) && matches!(after, Some('=' | ':'))
-            })
-        })
-        .map(|i| i + 1)
+    line.match_indices(key).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let rest = &line[at + key.len()..];
+        let after = rest
+            .trim_start_matches(['"', '\''])
+            .trim_start()
+            .chars()
+            .next();
+        !before.is_some_and(word) && matches!(after, Some('=' | ':'))
+    })
 }
 
 /// Read a scenario file into its cases.
@@ -342,9 +376,25 @@ pub fn load(file: &Path) -> Result<Vec<Case>, ScenarioError> {
         if !spec.cases.is_empty() {
             return Err(at("cases", "cases do not nest".into(), "cases"));
         }
+        // The case's own schema, else the file's: read once per case, each
+        // error pointing at the line that names the file.
+        let output = match (&spec.output, &top.output) {
+            (Some(own), _) => Some((own.schema.clone(), format!("{}output.schema", prefix(i)))),
+            (None, Some(shared)) => Some((shared.schema.clone(), "output.schema".to_string())),
+            (None, None) => None,
+        };
         let mut case = merge(spec, &top, &dir, &stem, i)
             .map_err(|(field, msg, needle)| at(&field, msg, &needle))?;
         case.file = file.to_path_buf();
+        if let Some((path, field)) = output {
+            let schema = output_schema(&beside(&dir, &path)).map_err(|message| ScenarioError {
+                file: file.to_path_buf(),
+                line: line_of_value(&text, "schema", &path.to_string_lossy()),
+                field: Some(field),
+                message,
+            })?;
+            case.output = Some(schema);
+        }
         if cases.iter().any(|c| c.name == case.name) {
             return Err(at(
                 "name",
@@ -355,6 +405,17 @@ pub fn load(file: &Path) -> Result<Vec<Case>, ScenarioError> {
         cases.push(case);
     }
     Ok(cases)
+}
+
+/// The answer schema in the JSON file at `path`, checked as `lrg run
+/// --output-schema` checks it; the error names the file.
+fn output_schema(path: &Path) -> Result<OutputSchema, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the answer schema {shown}: {e}"))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("the answer schema {shown} is not JSON: {e}"))?;
+    OutputSchema::new(value).map_err(|e| format!("{shown}: {e}"))
 }
 
 /// `path` read from a scenario in `dir`.
@@ -497,6 +558,7 @@ fn merge(
             .or(top.timeout_secs)
             .map_or(DEFAULT_TIMEOUT, Duration::from_secs),
         expect,
+        output: None,
     })
 }
 

@@ -28,6 +28,11 @@ pub struct AnthropicDecoder {
     stop: Option<StopReason>,
     /// Tool calls started in this answer (the next call's delta index).
     calls: u32,
+    /// The synthetic answer tool of a typed answer, whose input is streamed
+    /// as text (see [`super::answer`]).
+    answer_tool: Option<String>,
+    /// Whether the answer tool was called.
+    answered: bool,
     started: bool,
     done: bool,
 }
@@ -50,6 +55,8 @@ enum Block {
         json: String,
         input: Option<Value>,
     },
+    /// The answer tool's `tool_use`: its input is the answer's text.
+    Answer,
     /// A block type this adapter does not use (server tools, ...): skipped.
     Ignored,
 }
@@ -67,9 +74,20 @@ impl AnthropicDecoder {
             usage_pending: false,
             stop: None,
             calls: 0,
+            answer_tool: None,
+            answered: false,
             started: false,
             done: false,
         }
+    }
+
+    /// Read calls of the tool `name` as a typed answer: their input JSON
+    /// comes out as text deltas (streamed fragments as they arrive), never
+    /// as a tool call or a native part, and a turn whose only call it was
+    /// ends as [`StopReason::EndTurn`].
+    pub fn with_answer_tool(mut self, name: impl Into<String>) -> Self {
+        self.answer_tool = Some(name.into());
+        self
     }
 
     fn native(&self, value: Value) -> TurnEvent {
@@ -202,6 +220,22 @@ impl AnthropicDecoder {
             Some("redacted_thinking") => Block::Redacted {
                 value: block.clone(),
             },
+            Some("tool_use")
+                if self.answer_tool.as_deref() == block.get("name").and_then(Value::as_str) =>
+            {
+                self.answered = true;
+                // A whole reply carries the input itself; a streamed one
+                // starts with `input: {}` and sends it in deltas.
+                if let Some(input) = block
+                    .get("input")
+                    .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                {
+                    out.push(TurnEvent::TextDelta {
+                        text: input.to_string(),
+                    });
+                }
+                Block::Answer
+            }
             Some("tool_use") => {
                 let id = str_field("id");
                 let name = str_field("name");
@@ -278,6 +312,12 @@ impl AnthropicDecoder {
             ("signature_delta", Block::Thinking { signature, .. }) => {
                 signature.push_str(delta.signature.as_deref().unwrap_or_default())
             }
+            ("input_json_delta", Block::Answer) => {
+                let text = text(&delta.partial_json);
+                if !text.is_empty() {
+                    out.push(TurnEvent::TextDelta { text });
+                }
+            }
             ("input_json_delta", Block::ToolUse { index, json, .. }) => {
                 let fragment = delta.partial_json.as_deref().unwrap_or_default();
                 if !fragment.is_empty() {
@@ -338,7 +378,7 @@ impl AnthropicDecoder {
                     arguments,
                 }));
             }
-            Block::Text | Block::Ignored => {}
+            Block::Text | Block::Answer | Block::Ignored => {}
         }
         Ok(())
     }
@@ -374,7 +414,11 @@ impl AnthropicDecoder {
             out.push(usage);
         }
         self.done = true;
-        let stop = self.stop.clone().unwrap_or(StopReason::EndTurn);
+        let stop = match self.stop.clone() {
+            // The answer tool was the only call: the answer is given.
+            Some(StopReason::ToolCalls) if self.answered && self.calls == 0 => StopReason::EndTurn,
+            stop => stop.unwrap_or(StopReason::EndTurn),
+        };
         out.push(TurnEvent::End { stop });
     }
 }

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::answer::{self, Plan};
 use super::{AnthropicConfig, PROVIDER};
 use crate::generation::dropped;
 use crate::images::{CLOUD_IMAGE_LIMIT, IMAGE_PLACEHOLDER, limit_images};
@@ -26,6 +27,8 @@ const MISSING_RESULT: &str = "No result was recorded for this call.";
 ///   message, each paired with its call.
 /// - Prompt caching marks the last tool, the system prompt and the last block
 ///   of the conversation (3 of the 4 allowed breakpoints).
+/// - A typed answer goes as structured outputs (`output_config.format`) or
+///   through the answer tool ([`super::ANSWER_TOOL`]).
 ///
 /// Fails only when a tool's schema cannot be shaped for the API.
 pub fn encode(request: &TurnRequest, config: &AnthropicConfig) -> Result<Value, ProviderError> {
@@ -39,8 +42,24 @@ pub fn encode(request: &TurnRequest, config: &AnthropicConfig) -> Result<Value, 
     body.insert("max_tokens".into(), json!(max_tokens));
     body.insert("stream".into(), json!(true));
     let cache = config.prompt_caching;
+    let answer = answer::plan(request, config);
 
-    if let Some(system) = request.system.as_deref().filter(|s| !s.trim().is_empty()) {
+    let system = request.system.as_deref().filter(|s| !s.trim().is_empty());
+    let system = match &answer {
+        Some(Plan::Tool {
+            name,
+            forced: false,
+            ..
+        }) => {
+            let note = answer::system_note(name);
+            Some(match system {
+                Some(system) => format!("{system}\n\n{note}"),
+                None => note,
+            })
+        }
+        _ => system.map(str::to_owned),
+    };
+    if let Some(system) = system {
         let mut block = json!({"type": "text", "text": system});
         if cache {
             block["cache_control"] = ephemeral();
@@ -55,16 +74,35 @@ pub fn encode(request: &TurnRequest, config: &AnthropicConfig) -> Result<Value, 
     }
     body.insert("messages".into(), Value::Array(messages));
 
-    if !request.tools.is_empty() {
-        let mut tools = Vec::with_capacity(request.tools.len());
-        for t in request.tools.iter() {
-            let mut tool =
-                json!({"name": t.name, "input_schema": tool_schema(&t.name, &t.input_schema)?});
-            if !t.description.is_empty() {
-                tool["description"] = json!(t.description);
-            }
-            tools.push(tool);
+    let mut tools = Vec::with_capacity(request.tools.len() + 1);
+    for t in request.tools.iter() {
+        let mut tool =
+            json!({"name": t.name, "input_schema": tool_schema(&t.name, &t.input_schema)?});
+        if !t.description.is_empty() {
+            tool["description"] = json!(t.description);
         }
+        tools.push(tool);
+    }
+    match &answer {
+        Some(Plan::Native(schema)) => {
+            body.insert(
+                "output_config".into(),
+                json!({"format": {"type": "json_schema", "schema": schema}}),
+            );
+        }
+        Some(Plan::Tool {
+            name,
+            schema,
+            forced,
+        }) => {
+            tools.push(answer::tool(name, schema));
+            if *forced {
+                body.insert("tool_choice".into(), json!({"type": "tool", "name": name}));
+            }
+        }
+        None => {}
+    }
+    if !tools.is_empty() {
         if let Some(last) = tools.last_mut().filter(|_| cache) {
             last["cache_control"] = ephemeral();
         }

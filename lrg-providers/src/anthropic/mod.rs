@@ -1,11 +1,14 @@
 //! Anthropic's Messages API (`POST /v1/messages`), streamed.
 //!
 //! [`AnthropicChat`] encodes a [`TurnRequest`] into a Messages body
-//! ([`encode`]), streams the answer through the shared
-//! [`HttpTransport`](crate::transport::HttpTransport) and decodes its events
-//! ([`decode`]). Claude's thinking blocks (with their signatures) and redacted
+//! ([`encode`]), streams the answer through the shared HTTP transport and
+//! decodes its events ([`AnthropicDecoder`]). Claude's thinking blocks (with their signatures) and redacted
 //! thinking blocks come back as [`crate::NativePart`]s, in order with the text
 //! and tool calls, and go back unchanged with the tool results.
+//!
+//! A typed answer ([`TurnRequest::output`]) goes as structured outputs on the
+//! models that have them, else through a synthetic answer tool
+//! ([`ANSWER_TOOL`]) whose input comes back as the answer's text.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), lrg_providers::ProviderError> {
@@ -22,6 +25,7 @@
 //! # Ok(()) }
 //! ```
 
+mod answer;
 mod decode;
 mod encode;
 mod models;
@@ -29,6 +33,8 @@ mod models;
 use reqwest::header::CONTENT_TYPE;
 use tokio_util::sync::CancellationToken;
 
+pub use answer::ANSWER_TOOL;
+pub(crate) use answer::output_mode;
 pub use decode::AnthropicDecoder;
 pub use encode::encode;
 
@@ -240,6 +246,7 @@ impl ChatModel for AnthropicChat {
         )
         .context_window(self.config.context_window)
         .sends_to(sends_to(&self.base))
+        .output_mode(output_mode(&self.config.model))
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
@@ -255,7 +262,10 @@ impl ChatModel for AnthropicChat {
             Err(e) => return crate::model::failed_turn(e),
         };
         tracing::debug!(model = %self.config.model, host = ?host_of(&self.base), messages = request.messages.len(), "anthropic turn");
-        let decoder = AnthropicDecoder::new(&self.config.model);
+        let mut decoder = AnthropicDecoder::new(&self.config.model);
+        if let Some(tool) = answer::answer_tool(&request, &self.config) {
+            decoder = decoder.with_answer_tool(tool);
+        }
         self.transport.stream(
             http,
             Framing::Sse,

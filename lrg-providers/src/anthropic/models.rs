@@ -47,7 +47,8 @@ fn parse_page(page: &Value, base: &str) -> Result<(Vec<ModelInfo>, Option<String
             Some(
                 ModelInfo::new(PROVIDER.to_string(), id.to_string(), ModelLocation::Cloud)
                     .context_window(window)
-                    .sends_to(sends_to(base)),
+                    .sends_to(sends_to(base))
+                    .output_mode(super::output_mode(id)),
             )
         })
         .collect();
@@ -82,6 +83,8 @@ mod tests {
             ["claude-a", "claude-b"]
         );
         assert_eq!(models[1].context_window, Some(200_000));
+        // Neither name has structured outputs: the answer tool.
+        assert_eq!(models[0].output_mode, crate::typed::OutputMode::ForcedTool);
         assert_eq!(models[0].sends_to.as_deref(), Some("api.anthropic.com"));
         assert_eq!(next.as_deref(), Some("claude-b"));
         assert!(parse_page(&json!({"error": 1}), "x").is_err());

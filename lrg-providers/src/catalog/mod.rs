@@ -6,8 +6,8 @@
 //!   engines, set by the application or read from the environment (never
 //!   from a page), and [`Connections::connect`] to build a model by id.
 //! - [`ModelCatalog`]: every model reachable now, grouped by provider, with
-//!   locality, availability, context window, vision, native tool support and
-//!   where a conversation goes. Providers are probed concurrently, each
+//!   locality, availability, context window, vision, native tool support,
+//!   how a typed answer is obtained and where a conversation goes. Providers are probed concurrently, each
 //!   within a timeout (2 s by default), so listing costs the slowest probe,
 //!   not the sum; the result is cached briefly.
 //!
@@ -40,6 +40,7 @@ pub use connections::{Connections, DEFAULT_PROBE_TIMEOUT, Endpoint, EngineLoader
 pub use files::default_models_dir;
 pub use table::{Access, EngineFiles, Provider, ProviderSpec, WindowProbe};
 
+use crate::typed::OutputMode;
 use crate::{ChatModel, ModelLocation, ModelRef, ProviderError};
 
 /// The context window assumed when nothing reports one (the reference
@@ -76,6 +77,9 @@ pub struct CatalogModel {
     pub native_tools: Option<bool>,
     /// The host a conversation goes to when it leaves this machine.
     pub sends_to: Option<String>,
+    /// How a typed answer is obtained from it (`grammar` for local model
+    /// files, which the engines constrain; see [`crate::typed`]).
+    pub output_mode: OutputMode,
     /// Bytes on disk, for local model files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,

@@ -16,6 +16,7 @@ use crate::ollama::{OllamaChat, OllamaConfig, list_detailed, parse_host};
 use crate::openai::{OpenAiChat, OpenAiConfig};
 use crate::responses::{ResponsesChat, ResponsesConfig};
 use crate::transport::{HttpTransport, TransportConfig};
+use crate::typed::OutputMode;
 use crate::{ApiKey, ModelInfo, ModelLocation, ProviderError};
 
 /// What a probe learned beyond the model list.
@@ -416,6 +417,7 @@ fn from_info(provider: Provider, info: ModelInfo, extra: Extra) -> CatalogModel 
         vision: extra.vision,
         native_tools: extra.tools,
         sends_to: info.sends_to,
+        output_mode: info.output_mode,
         size_bytes: None,
         architecture: None,
     }
@@ -435,6 +437,8 @@ fn from_file(provider: Provider, found: FoundModel) -> CatalogModel {
         vision: Some(false),
         native_tools: Some(false),
         sends_to: None,
+        // The engines hold a typed answer to its schema with their grammar.
+        output_mode: OutputMode::Grammar,
         size_bytes: Some(found.size),
         architecture: found.architecture,
     }

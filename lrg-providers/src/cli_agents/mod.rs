@@ -58,7 +58,9 @@ use tokio_util::sync::CancellationToken;
 pub use prompt::SESSION;
 pub use spec::{CliKind, CliSpec, EnvPolicy};
 
+use crate::openai::system_with_instructions;
 use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
+use crate::typed::OutputMode;
 use crate::wire::Decoder;
 use crate::{ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
 
@@ -157,9 +159,11 @@ pub fn models(kind: CliKind) -> Vec<ModelInfo> {
 
 fn info(spec: &CliSpec, model: &str) -> ModelInfo {
     // Text only: these CLIs are sent a placeholder for each image.
+    // A typed answer is asked for in words and read from the text.
     ModelInfo::new(spec.provider, model, ModelLocation::Cloud)
         .sends_to(Some(spec.sends_to.to_string()))
         .vision(false)
+        .output_mode(OutputMode::Prompted)
 }
 
 /// An agent CLI as a model with its own tools off (lrg's come as text).
@@ -224,8 +228,19 @@ impl ChatModel for CliAgent {
             // An agent CLI is used to running its own tools: say who runs these.
             system.push_str(AFTER_CALLS);
         }
+        if let Some(schema) = &request.output {
+            // The session adds the instructions for a prompted model; a
+            // caller who asks this adapter directly gets them too.
+            request.system = Some(system_with_instructions(request.system.as_deref(), schema));
+        }
         let system_flag = kind != CliKind::Gemini;
-        let prompt = prompt::prompt(&request, spec.provider, model, !system_flag);
+        let mut prompt = prompt::prompt(&request, spec.provider, model, !system_flag);
+        if let (Some(schema), Some(_)) = (&request.output, &prompt.resume) {
+            // A resumed session keeps the instructions it started with, not
+            // this message's: the schema goes with the new text.
+            prompt.text.push_str("\n\n");
+            prompt.text.push_str(&schema.instructions());
+        }
         let resume = prompt.resume.as_deref();
         // A resumed session already has its instructions.
         let system = request.system.as_deref().filter(|_| resume.is_none());

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{GeminiConfig, PROVIDER};
+use super::{GeminiConfig, PROVIDER, output};
 use crate::generation::capped_stop;
 use crate::images::{CLOUD_IMAGE_LIMIT, IMAGE_PLACEHOLDER, limit_images};
 use crate::openai::decimal;
@@ -25,10 +25,14 @@ const MISSING_RESULT: &str = "No result was recorded for this call.";
 ///   the part they came with; other providers' and models' native parts are
 ///   dropped.
 /// - Only the newest [`CLOUD_IMAGE_LIMIT`] images stay attached.
+/// - A typed answer's schema goes in `generationConfig` on a request
+///   without tools (Gemini refuses it beside function declarations), else
+///   its instructions follow the system prompt.
 ///
 /// Fails only when a tool's schema cannot be shaped for the API.
 pub fn encode(request: &TurnRequest, config: &GeminiConfig) -> Result<Value, ProviderError> {
     let model = config.model_name();
+    let answer = output::generation_fields(request, model);
     let mut body = Map::new();
     let limited = limit_images(&request.messages, CLOUD_IMAGE_LIMIT);
     body.insert(
@@ -36,7 +40,14 @@ pub fn encode(request: &TurnRequest, config: &GeminiConfig) -> Result<Value, Pro
         Value::Array(encode_contents(&limited, model)),
     );
 
-    if let Some(system) = request.system.as_deref().filter(|s| !s.trim().is_empty()) {
+    let system = match (&request.output, &answer) {
+        (Some(schema), None) => Some(crate::openai::system_with_instructions(
+            request.system.as_deref(),
+            schema,
+        )),
+        _ => request.system.clone().filter(|s| !s.trim().is_empty()),
+    };
+    if let Some(system) = system {
         body.insert(
             "systemInstruction".into(),
             json!({"parts": [{"text": system}]}),
@@ -88,6 +99,7 @@ pub fn encode(request: &TurnRequest, config: &GeminiConfig) -> Result<Value, Pro
         }
         generation.insert("thinkingConfig".into(), Value::Object(thinking));
     }
+    generation.extend(answer.unwrap_or_default());
     body.insert("generationConfig".into(), Value::Object(generation));
     Ok(Value::Object(body))
 }

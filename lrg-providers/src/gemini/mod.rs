@@ -3,7 +3,7 @@
 //!
 //! [`GeminiChat`] encodes a [`TurnRequest`] ([`encode`]), sends it with the key
 //! in the `x-goog-api-key` header (never in the URL), and decodes the answer
-//! ([`decode`]). Thought parts become reasoning deltas; each `thoughtSignature`
+//! ([`GeminiDecoder`]). Thought parts become reasoning deltas; each `thoughtSignature`
 //! is kept as a [`crate::NativePart`] right after the part it came with, and
 //! goes back on that same part.
 //!
@@ -23,6 +23,7 @@
 mod decode;
 mod encode;
 mod models;
+mod output;
 
 use futures::StreamExt as _;
 use reqwest::header::CONTENT_TYPE;
@@ -298,6 +299,7 @@ impl ChatModel for GeminiChat {
         )
         .context_window(self.config.context_window)
         .sends_to(sends_to(&self.base))
+        .output_mode(output::output_mode(self.config.model_name()))
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

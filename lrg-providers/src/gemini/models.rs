@@ -62,7 +62,8 @@ fn parse_page(page: &Value, base: &str) -> Result<(Vec<ModelInfo>, Option<String
                             .and_then(Value::as_u64)
                             .and_then(|n| u32::try_from(n).ok()),
                     )
-                    .sends_to(sends_to(base)),
+                    .sends_to(sends_to(base))
+                    .output_mode(super::output::output_mode(name)),
             )
         })
         .collect();
@@ -94,6 +95,7 @@ mod tests {
         assert_eq!(models.len(), 1);
         assert_eq!(models[0].model, "gemini-2.5-flash");
         assert_eq!(models[0].context_window, Some(1_048_576));
+        assert_eq!(models[0].output_mode, crate::typed::OutputMode::Native);
         assert_eq!(next.as_deref(), Some("p2"));
         assert!(parse_page(&json!({}), "x").unwrap().0.is_empty());
         assert!(parse_page(&json!({"models": 3}), "x").is_err());

@@ -12,6 +12,15 @@ pub enum Answer {
         /// The answer text.
         reply: String,
     },
+    /// `{"analysis": …, "reply": <JSON>}`: a typed answer (the request had an
+    /// [`OutputSchema`](crate::typed::OutputSchema)); `reply` is the value
+    /// the grammar let through, of any JSON type.
+    Typed {
+        /// The model's reasoning.
+        analysis: String,
+        /// The answer.
+        reply: Value,
+    },
     /// `{"analysis": …, "call": {"<tool>": {…}}}`: the model calls one tool.
     Call {
         /// The model's reasoning.
@@ -26,6 +35,16 @@ pub enum Answer {
 /// Parse a complete answer. The error says what is wrong, without quoting the
 /// answer (the caller adds its tail where useful).
 pub fn parse_answer(text: &str) -> Result<Answer, String> {
+    parse(text, false)
+}
+
+/// [`parse_answer`] for a typed answer: `reply` may be any JSON value
+/// ([`Answer::Typed`]).
+pub fn parse_typed_answer(text: &str) -> Result<Answer, String> {
+    parse(text, true)
+}
+
+fn parse(text: &str, typed: bool) -> Result<Answer, String> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| format!("the answer is not valid JSON ({e})"))?;
     let Value::Object(mut object) = value else {
@@ -45,6 +64,7 @@ pub fn parse_answer(text: &str) -> Result<Answer, String> {
     match (object.remove("call"), object.remove("reply")) {
         (Some(_), Some(_)) => Err("the answer has both `call` and `reply`".into()),
         (None, None) => Err("the answer has neither `call` nor `reply`".into()),
+        (None, Some(reply)) if typed => Ok(Answer::Typed { analysis, reply }),
         (None, Some(Value::String(reply))) => Ok(Answer::Reply { analysis, reply }),
         (None, Some(_)) => Err("`reply` is not a string".into()),
         (Some(Value::Object(call)), None) => parse_call(analysis, call),

@@ -70,10 +70,13 @@ fn shape_arguments(schema: &Value) -> Result<Vec<Value>, String> {
 /// `{"analysis", "reply"}` branch. Tools whose schema cannot be shaped are left
 /// out (with a warning).
 pub fn answer_schema(tools: &[ToolSpec]) -> Value {
-    schema_for(&offer_tools(tools))
+    schema_for(&offer_tools(tools), None)
 }
 
-pub(crate) fn schema_for(tools: &[OfferedTool]) -> Value {
+/// The answer schema for tools already shaped; `typed_reply`, when given, is
+/// the `reply` branch's value (a typed answer's grammar schema) in place of
+/// a capped string.
+pub(crate) fn schema_for(tools: &[OfferedTool], typed_reply: Option<&Value>) -> Value {
     let mut branches = Vec::new();
     for tool in tools {
         for arguments in &tool.branches {
@@ -82,10 +85,11 @@ pub(crate) fn schema_for(tools: &[OfferedTool]) -> Value {
             branches.push(answer_branch("call", closed_object(call)));
         }
     }
-    branches.push(answer_branch(
-        "reply",
-        json!({"maxLength": REPLY_MAX_CHARS, "type": "string"}),
-    ));
+    let reply = match typed_reply {
+        Some(schema) => schema.clone(),
+        None => json!({"maxLength": REPLY_MAX_CHARS, "type": "string"}),
+    };
+    branches.push(answer_branch("reply", reply));
     json!({ "anyOf": branches })
 }
 

@@ -55,6 +55,32 @@ enum CallPart {
     Done,
 }
 
+/// How far a typed answer's `reply` value has been read (see
+/// [`AnswerDecoder::typed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TypedReply {
+    /// Not a typed answer: `reply` is a string, decoded.
+    Off,
+    /// Its `reply` key has not been read yet.
+    Waiting,
+    /// Past `"reply":`, before its value.
+    Ready,
+    /// Inside the value, which began with this kind of token.
+    In(ValueKind),
+    /// The value is complete.
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValueKind {
+    /// An object or array: it ends when its bracket closes.
+    Container,
+    /// A string: it ends at its closing quote.
+    Str,
+    /// A number or literal: it ends at the next delimiter.
+    Scalar,
+}
+
 /// Longest top-level key worth remembering; the answer schema's keys are short,
 /// and a runaway key must not grow memory.
 const MAX_KEY_CHARS: usize = 32;
@@ -84,6 +110,7 @@ pub struct AnswerDecoder {
     call: CallPart,
     tool: String,
     call_id: Option<String>,
+    typed: TypedReply,
 }
 
 impl Default for AnswerDecoder {
@@ -106,7 +133,16 @@ impl AnswerDecoder {
             call: CallPart::Waiting,
             tool: String::new(),
             call_id: None,
+            typed: TypedReply::Off,
         }
+    }
+
+    /// A decoder for a typed answer, whose `reply` is a JSON value of any
+    /// type: its text is passed on verbatim as [`TurnEvent::TextDelta`]s
+    /// (the JSON as written, which is what the answer's text then is).
+    pub fn typed(mut self) -> Self {
+        self.typed = TypedReply::Waiting;
+        self
     }
 
     /// The id the first [`TurnEvent::ToolCallDelta`] announces a call with
@@ -141,6 +177,9 @@ impl AnswerDecoder {
         if self.call == CallPart::Arguments {
             push_fragment(c, out);
         }
+        if self.typed != TypedReply::Off {
+            self.typed_step(c, out);
+        }
         match self.lex {
             Lex::Structure => {
                 self.structure(c);
@@ -172,6 +211,43 @@ impl AnswerDecoder {
         }
     }
 
+    /// Pass a typed reply's characters on verbatim. Runs before the lexer
+    /// takes `c`, so the state it reads is the one `c` arrives in.
+    fn typed_step(&mut self, c: char, out: &mut Vec<TurnEvent>) {
+        match self.typed {
+            TypedReply::Ready if !c.is_whitespace() => {
+                let kind = match c {
+                    '{' | '[' => ValueKind::Container,
+                    '"' => ValueKind::Str,
+                    _ => ValueKind::Scalar,
+                };
+                self.typed = TypedReply::In(kind);
+                push_text(c, out);
+            }
+            TypedReply::In(ValueKind::Container) => {
+                push_text(c, out);
+                // The closing bracket brings the depth back to the answer's own.
+                if self.lex == Lex::Structure && matches!(c, '}' | ']') && self.depth == 2 {
+                    self.typed = TypedReply::Done;
+                }
+            }
+            TypedReply::In(ValueKind::Str) => {
+                push_text(c, out);
+                if self.lex == Lex::Str && c == '"' {
+                    self.typed = TypedReply::Done;
+                }
+            }
+            TypedReply::In(ValueKind::Scalar) => {
+                if c.is_whitespace() || matches!(c, ',' | '}' | ']') {
+                    self.typed = TypedReply::Done;
+                } else {
+                    push_text(c, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn structure(&mut self, c: char) {
         match c {
             '{' | '[' => {
@@ -182,7 +258,12 @@ impl AnswerDecoder {
             }
             '}' | ']' => self.depth = self.depth.saturating_sub(1),
             ',' if self.depth == 1 => self.expect_key = true,
-            ':' if self.depth == 1 => self.expect_key = false,
+            ':' if self.depth == 1 => {
+                self.expect_key = false;
+                if self.typed == TypedReply::Waiting && self.key == "reply" {
+                    self.typed = TypedReply::Ready;
+                }
+            }
             '"' => {
                 self.lex = Lex::Str;
                 self.field =
@@ -197,7 +278,8 @@ impl AnswerDecoder {
                     } else {
                         match self.key.as_str() {
                             "analysis" => Field::Analysis,
-                            "reply" => Field::Reply,
+                            // A typed reply is passed on verbatim instead.
+                            "reply" if self.typed == TypedReply::Off => Field::Reply,
                             _ => Field::Skip,
                         }
                     };
@@ -304,15 +386,21 @@ impl AnswerDecoder {
                     text: c.to_string(),
                 }),
             },
-            Field::Reply => match out.last_mut() {
-                Some(TurnEvent::TextDelta { text }) => text.push(c),
-                _ => out.push(TurnEvent::TextDelta {
-                    text: c.to_string(),
-                }),
-            },
+            Field::Reply => push_text(c, out),
             Field::ToolName => self.tool.push(c),
             Field::Skip => {}
         }
+    }
+}
+
+/// One more character of the answer's text, joined to the text delta this feed
+/// already holds.
+fn push_text(c: char, out: &mut Vec<TurnEvent>) {
+    match out.last_mut() {
+        Some(TurnEvent::TextDelta { text }) => text.push(c),
+        _ => out.push(TurnEvent::TextDelta {
+            text: c.to_string(),
+        }),
     }
 }
 
@@ -422,5 +510,66 @@ mod tests {
         let mut d = AnswerDecoder::new();
         d.feed(&format!("{{\"{key}\":1,"));
         assert_eq!(d.key.chars().count(), MAX_KEY_CHARS);
+    }
+
+    /// Reasoning and text of a typed answer fed in `chunks`.
+    fn decode_typed(chunks: &[&str]) -> (String, String) {
+        let mut d = AnswerDecoder::new().typed();
+        let (mut reasoning, mut text) = (String::new(), String::new());
+        for chunk in chunks {
+            for event in d.feed(chunk) {
+                match event {
+                    TurnEvent::ReasoningDelta { text: t } => reasoning.push_str(&t),
+                    TurnEvent::TextDelta { text: t } => text.push_str(&t),
+                    other => panic!("unexpected event {other:?}"),
+                }
+            }
+        }
+        (reasoning, text)
+    }
+
+    #[test]
+    fn a_typed_reply_is_passed_on_verbatim_whatever_its_type() {
+        for (answer, reply) in [
+            (
+                r#"{"analysis": "a \"b\"", "reply": {"label": "bug}", "tags": ["x", {"y": [1]}]}}"#,
+                r#"{"label": "bug}", "tags": ["x", {"y": [1]}]}"#,
+            ),
+            (r#"{"analysis":"","reply":[1, 2]}"#, "[1, 2]"),
+            (
+                r#"{"analysis":"","reply": "say \"hi\"" }"#,
+                r#""say \"hi\"""#,
+            ),
+            (r#"{"analysis":"","reply":-12.5e3}"#, "-12.5e3"),
+            (r#"{"analysis":"","reply": true }"#, "true"),
+            (r#"{"analysis":"","reply":""}"#, r#""""#),
+        ] {
+            let whole = decode_typed(&[answer]);
+            assert_eq!(whole.1, reply, "{answer}");
+            // The same when fed one character at a time.
+            let chars: Vec<String> = answer.chars().map(String::from).collect();
+            let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
+            assert_eq!(decode_typed(&refs), whole, "{answer}");
+            assert!(serde_json::from_str::<serde_json::Value>(&whole.1).is_ok());
+        }
+        assert_eq!(
+            decode_typed(&[r#"{"analysis": "a \"b\"", "reply": {}}"#]).0,
+            r#"a "b""#
+        );
+    }
+
+    #[test]
+    fn a_typed_decoder_still_streams_calls() {
+        let mut d = AnswerDecoder::new().typed().with_call_id("call_1");
+        let events = d.feed(r#"{"analysis":"x","call":{"ls":{"path":"."}}}"#);
+        assert!(events.iter().any(|e| matches!(
+            e,
+            TurnEvent::ToolCallDelta { name: Some(n), .. } if n == "ls"
+        )));
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, TurnEvent::TextDelta { .. }))
+        );
     }
 }

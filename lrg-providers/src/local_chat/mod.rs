@@ -9,12 +9,14 @@
 
 mod answer;
 mod answer_schema;
+#[doc(hidden)]
+pub mod conformance;
 mod decoder;
 mod engine;
 mod model;
 mod prompt;
 
-pub use answer::{Answer, parse_answer};
+pub use answer::{Answer, parse_answer, parse_typed_answer};
 pub use answer_schema::{ANALYSIS_MAX_CHARS, ARGUMENT_MAX_CHARS, REPLY_MAX_CHARS, answer_schema};
 pub use decoder::AnswerDecoder;
 pub use engine::{

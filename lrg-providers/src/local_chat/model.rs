@@ -5,11 +5,12 @@ use std::sync::Arc;
 use futures::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
-use super::answer::{Answer, parse_answer, tail};
+use super::answer::{Answer, parse_answer, parse_typed_answer, tail};
 use super::answer_schema::{OfferedTool, offer_tools, schema_for};
 use super::decoder::AnswerDecoder;
 use super::engine::{EngineEvent, EngineStop, EngineTurn, LocalEngine};
 use super::prompt::render;
+use crate::typed::OutputMode;
 use crate::{
     ChatModel, Message, ModelInfo, ModelLocation, ProviderError, StopReason, ToolCall, TurnEvent,
     TurnRequest, TurnStream,
@@ -118,8 +119,20 @@ impl LocalChatModel {
         self.prepare(request).0
     }
 
-    fn prepare(&self, request: &TurnRequest) -> (EngineTurn, Vec<OfferedTool>) {
+    /// The engine turn for `request` and the tools it offers. A typed
+    /// request whose schema no grammar can hold gets the reason instead.
+    fn prepare(&self, request: &TurnRequest) -> (EngineTurn, Vec<OfferedTool>, Option<String>) {
         let tools = offer_tools(&request.tools);
+        let (typed_reply, unusable) = match request.output.as_ref().map(|o| o.grammar()) {
+            Some(Ok(grammar)) => (Some(grammar), None),
+            Some(Err(why)) => (
+                None,
+                Some(format!(
+                    "the local model cannot give this typed answer: its schema cannot be made a grammar ({why})"
+                )),
+            ),
+            None => (None, None),
+        };
         let settings = &request.settings;
         // A blind engine gets a note in place of each image, never an error.
         let messages = if self.engine.vision() {
@@ -131,10 +144,11 @@ impl LocalChatModel {
             messages: render(
                 request.system.as_deref(),
                 &tools,
+                request.output.as_ref(),
                 &messages,
                 self.max_images,
             ),
-            schema: schema_for(&tools),
+            schema: schema_for(&tools, typed_reply),
             max_tokens: settings.max_tokens.unwrap_or(self.default_max_tokens),
             temperature: settings.temperature.unwrap_or(self.default_temperature),
             top_p: settings.top_p,
@@ -143,7 +157,7 @@ impl LocalChatModel {
         // The answer is JSON its grammar closes: a stop sequence would cut it
         // mid-object.
         crate::generation::dropped("local engine", &[("stop", !settings.stop.is_empty())]);
-        (turn, tools)
+        (turn, tools, unusable)
     }
 }
 
@@ -156,20 +170,29 @@ impl ChatModel for LocalChatModel {
         )
         .context_window(Some(self.engine.context_window()))
         .vision(self.engine.vision())
+        .output_mode(OutputMode::Grammar)
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
-        let (turn, tools) = self.prepare(&request);
+        let (turn, tools, unusable) = self.prepare(&request);
         let offered: Vec<String> = tools.into_iter().map(|t| t.spec.name).collect();
         let call_id = next_call_id(&request.messages);
         let engine = Arc::clone(&self.engine);
+        let typed = request.output.is_some();
         Box::pin(async_stream::stream! {
+            if let Some(message) = unusable {
+                yield Err(ProviderError::Config { message });
+                return;
+            }
             if cancel.is_cancelled() {
                 yield Ok(TurnEvent::End { stop: StopReason::Cancelled });
                 return;
             }
             let mut events = engine.generate(turn, cancel.clone());
             let mut decoder = AnswerDecoder::new().with_call_id(call_id.clone());
+            if typed {
+                decoder = decoder.typed();
+            }
             let (usage, stop) = loop {
                 let event = tokio::select! {
                     biased;
@@ -201,8 +224,12 @@ impl ChatModel for LocalChatModel {
             };
             let end = match stop {
                 EngineStop::Cancelled => StopReason::Cancelled,
-                EngineStop::Done | EngineStop::MaxTokens => match parse_answer(decoder.raw()) {
-                    Ok(Answer::Reply { .. }) => StopReason::EndTurn,
+                EngineStop::Done | EngineStop::MaxTokens => match if typed {
+                    parse_typed_answer(decoder.raw())
+                } else {
+                    parse_answer(decoder.raw())
+                } {
+                    Ok(Answer::Reply { .. } | Answer::Typed { .. }) => StopReason::EndTurn,
                     Ok(Answer::Call { name, arguments, .. }) => {
                         if !offered.contains(&name) {
                             yield Err(ProviderError::Protocol {

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::answer_schema::{ANALYSIS_MAX_CHARS, OfferedTool, REPLY_MAX_CHARS};
 use super::engine::{EngineMessage, EngineRole, IMAGE_SLOT};
+use crate::typed::OutputSchema;
 use crate::{Image, Message, Part, Role, ToolCall, ToolResult};
 
 /// Render the whole conversation: the system message first, then the history,
@@ -14,6 +15,7 @@ use crate::{Image, Message, Part, Role, ToolCall, ToolResult};
 pub(crate) fn render(
     system: Option<&str>,
     tools: &[OfferedTool],
+    typed: Option<&OutputSchema>,
     messages: &[Message],
     max_images: usize,
 ) -> Vec<EngineMessage> {
@@ -22,7 +24,7 @@ pub(crate) fn render(
     let messages = crate::images::limit_images(messages, max_images);
     let mut drafts = vec![Draft {
         role: EngineRole::System,
-        pieces: vec![Piece::Text(system_text(system, tools))],
+        pieces: vec![Piece::Text(system_text(system, tools, typed))],
     }];
     drafts.extend(history(&messages));
     finish(drafts)
@@ -30,7 +32,11 @@ pub(crate) fn render(
 
 // ---------------------------------------------------------------- system message
 
-fn system_text(system: Option<&str>, tools: &[OfferedTool]) -> String {
+fn system_text(
+    system: Option<&str>,
+    tools: &[OfferedTool],
+    typed: Option<&OutputSchema>,
+) -> String {
     let mut out = String::new();
     if let Some(system) = system.map(str::trim).filter(|s| !s.is_empty()) {
         out.push_str(system);
@@ -39,7 +45,7 @@ fn system_text(system: Option<&str>, tools: &[OfferedTool]) -> String {
     if !tools.is_empty() {
         tools_section(tools, &mut out);
     }
-    format_section(!tools.is_empty(), &mut out);
+    format_section(!tools.is_empty(), typed, &mut out);
     out
 }
 
@@ -138,21 +144,39 @@ fn push_description(description: &str, out: &mut String) {
     out.push('\n');
 }
 
-fn format_section(with_tools: bool, out: &mut String) {
+fn format_section(with_tools: bool, typed: Option<&OutputSchema>, out: &mut String) {
+    // A typed answer's reply is the JSON itself, not a string holding it.
+    let reply_form = if typed.is_some() {
+        "{\"analysis\": \"<your reasoning>\", \"reply\": <your answer as JSON>}"
+    } else {
+        "{\"analysis\": \"<your reasoning>\", \"reply\": \"<your answer>\"}"
+    };
     out.push_str("# Answer format\n\nAnswer with one JSON object and nothing else");
     if with_tools {
         out.push_str(", in one of two forms:\n");
         out.push_str("- to call a tool: {\"analysis\": \"<your reasoning>\", \"call\": {\"<tool name>\": {<arguments>}}}\n");
-        out.push_str("- to answer the user: {\"analysis\": \"<your reasoning>\", \"reply\": \"<your answer>\"}\n");
+        out.push_str("- to answer the user: ");
+        out.push_str(reply_form);
+        out.push('\n');
         out.push_str(
             "Call one tool per answer. Its result comes back in the next user message, starting \"Result of <tool name>:\".\n",
         );
     } else {
-        out.push_str(":\n{\"analysis\": \"<your reasoning>\", \"reply\": \"<your answer>\"}\n");
+        out.push_str(":\n");
+        out.push_str(reply_form);
+        out.push('\n');
     }
-    out.push_str(&format!(
-        "Keep \"analysis\" brief (at most {ANALYSIS_MAX_CHARS} characters); \"reply\" holds at most {REPLY_MAX_CHARS} characters."
-    ));
+    match typed {
+        Some(schema) => {
+            out.push_str(&format!(
+                "Keep \"analysis\" brief (at most {ANALYSIS_MAX_CHARS} characters). \"reply\" is a JSON value matching this JSON Schema: "
+            ));
+            out.push_str(&serde_json::to_string(schema.schema()).unwrap_or_default());
+        }
+        None => out.push_str(&format!(
+            "Keep \"analysis\" brief (at most {ANALYSIS_MAX_CHARS} characters); \"reply\" holds at most {REPLY_MAX_CHARS} characters."
+        )),
+    }
 }
 
 /// The arguments of a tool in the order it declares them, typed from the shaped

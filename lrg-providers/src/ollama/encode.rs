@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::OllamaConfig;
-use crate::openai::{decimal, function_tool};
+use crate::openai::{decimal, function_tool, system_with_instructions, without_meta};
 use crate::{Image, Message, Part, ProviderError, Role, ToolResult, ToolSpec, TurnRequest};
 
 /// Ollama's answer budget when neither the request nor the config sets one:
@@ -12,9 +12,23 @@ use crate::{Image, Message, Part, ProviderError, Role, ToolResult, ToolSpec, Tur
 pub const DEFAULT_NUM_PREDICT: u32 = 2_048;
 
 /// The `/api/chat` body for one streamed turn.
+///
+/// A typed answer's schema goes in `format`, but only on a request without
+/// tools: Ollama turns `format` into a grammar over the whole answer, so a
+/// model under it can no longer call a tool (ollama/ollama#13750). With
+/// tools, and where tools go as text, the schema's instructions follow the
+/// system prompt instead.
 pub fn encode(request: &TurnRequest, config: &OllamaConfig) -> Result<Value, ProviderError> {
+    let schema = request.output.as_ref();
+    let format = schema.filter(|_| {
+        request.tools.is_empty() && !crate::openai::tools_as_text(config.tool_mode, &config.model)
+    });
+    let system = match (schema, format) {
+        (Some(schema), None) => Some(system_with_instructions(request.system.as_deref(), schema)),
+        _ => request.system.clone().filter(|s| !s.is_empty()),
+    };
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+    if let Some(system) = system {
         messages.push(json!({"role": "system", "content": system}));
     }
     // Images a tool returned follow the tool messages in a user message, the
@@ -80,6 +94,9 @@ pub fn encode(request: &TurnRequest, config: &OllamaConfig) -> Result<Value, Pro
             .map(tool_spec)
             .collect::<Result<Vec<_>, _>>()?;
         body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(schema) = format {
+        body.insert("format".into(), without_meta(schema.schema()));
     }
     body.insert("stream".into(), Value::Bool(true));
     if let Some(think) = config.think {

@@ -30,6 +30,7 @@ pub use models::{parse_context_length, parse_tags};
 use crate::endpoint::{check_base_url, sends_to};
 use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
 use crate::transport::{HttpTransport, TransportConfig};
+use crate::typed::OutputMode;
 use crate::wire::Framing;
 use crate::{ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
 
@@ -232,10 +233,16 @@ impl OllamaChat {
 
 impl ChatModel for OllamaChat {
     fn info(&self) -> ModelInfo {
+        let mode = if crate::openai::tools_as_text(self.config.tool_mode, &self.config.model) {
+            OutputMode::Prompted
+        } else {
+            OutputMode::Native
+        };
         ModelInfo::new("ollama", self.config.model.clone(), ModelLocation::Server)
             .context_window(self.config.context_window)
             .sends_to(self.info_sends_to())
             .vision(self.config.vision)
+            .output_mode(mode)
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

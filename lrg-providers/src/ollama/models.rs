@@ -109,7 +109,8 @@ pub(crate) async fn list_detailed(
         .map(|(model, (context_window, caps))| {
             let info = ModelInfo::new("ollama", model, ModelLocation::Server)
                 .context_window(context_window)
-                .sends_to(sends_to.clone());
+                .sends_to(sends_to.clone())
+                .output_mode(crate::typed::OutputMode::Native);
             (info, caps)
         })
         .collect())

@@ -3,6 +3,7 @@
 //! on server names.
 
 use crate::ModelLocation;
+use crate::typed::OutputMode;
 
 /// Which request field carries the answer budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +31,27 @@ pub enum ReasoningField {
     ReasoningContent,
     /// `reasoning` (Ollama's /v1, OpenRouter, newer vLLM).
     Reasoning,
+}
+
+/// Where a server takes the schema of a typed answer
+/// ([`crate::TurnRequest::output`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchemaField {
+    /// OpenAI's strict mode: `response_format: {type: "json_schema",
+    /// json_schema: {name, schema, strict}}` with the schema shaped to the
+    /// strict rules ([`crate::typed::StrictTarget::OpenAi`]); `strict: false`
+    /// when it cannot be made strict. The server enforces it.
+    StrictResponseFormat,
+    /// `response_format: {type: "json_schema", json_schema: {name, schema}}`
+    /// with the caller's own schema: the server constrains its answer as it
+    /// can (a grammar made from the schema, on most local servers).
+    ResponseFormat,
+    /// The caller's schema in a top-level field of this name, where the
+    /// server documents one of its own (llama-server's `json_schema`).
+    Field(&'static str),
+    /// Nowhere: the schema goes into the instructions.
+    Prompted,
 }
 
 /// How one family of OpenAI-compatible servers speaks Chat Completions.
@@ -69,6 +91,15 @@ pub struct Dialect {
     pub reasoning_fields: &'static [ReasoningField],
     /// Newest images kept attached (`None`: all; a cloud bills every resend).
     pub image_limit: Option<usize>,
+    /// Where a typed answer's schema goes.
+    pub schema_field: SchemaField,
+    /// Whether the schema may go on a request that also offers tools. A
+    /// server that turns the schema into a grammar over its whole answer
+    /// (llama-server, vLLM, LM Studio, Ollama) can then no longer call a
+    /// tool, or refuses the pair: such a request carries the schema in its
+    /// instructions instead, and the schema goes on the wire only where no
+    /// tool is offered (a typed message without tools, a repair turn).
+    pub schema_with_tools: bool,
 }
 
 /// Model-name prefixes of OpenAI's reasoning models (Chat Completions and
@@ -96,9 +127,14 @@ impl Dialect {
         stream_usage: true,
         reasoning_fields: &[],
         image_limit: Some(crate::images::CLOUD_IMAGE_LIMIT),
+        schema_field: SchemaField::StrictResponseFormat,
+        // Documented: the model may call tools, and its answer without a
+        // call follows the schema.
+        schema_with_tools: true,
     };
 
-    /// LM Studio's OpenAI-compatible server.
+    /// LM Studio's OpenAI-compatible server (`response_format` json_schema,
+    /// enforced by its grammar).
     pub const LMSTUDIO: Dialect = Dialect {
         name: "LM Studio",
         provider: "lmstudio",
@@ -123,10 +159,15 @@ impl Dialect {
         ..Self::SERVER
     };
 
-    /// llama.cpp's `llama-server`.
+    /// llama.cpp's `llama-server`: the schema in its own top-level
+    /// `json_schema` field, the form its README documents (its
+    /// `response_format` reading has changed between builds). With tools it
+    /// answers "Either json_schema or grammar can be specified, but not
+    /// both", hence [`Dialect::schema_with_tools`] off (as for every server).
     pub const LLAMA_CPP: Dialect = Dialect {
         name: "llama.cpp server",
         default_base_url: Some("http://localhost:8080/v1"),
+        schema_field: SchemaField::Field("json_schema"),
         ..Self::SERVER
     };
 
@@ -167,6 +208,8 @@ impl Dialect {
     };
 
     /// DeepSeek: `deepseek-reasoner` streams its chain in `reasoning_content`.
+    /// Its JSON mode takes no schema (`json_object` only): typed answers are
+    /// prompted.
     pub const DEEPSEEK: Dialect = Dialect {
         name: "DeepSeek",
         provider: "deepseek",
@@ -174,6 +217,7 @@ impl Dialect {
         base_url_env: Some("DEEPSEEK_BASE_URL"),
         key_env: &["DEEPSEEK_API_KEY"],
         reasoning_fields: &[ReasoningField::ReasoningContent],
+        schema_field: SchemaField::Prompted,
         ..Self::CLOUD
     };
 
@@ -209,6 +253,13 @@ impl Dialect {
         stream_usage: true,
         reasoning_fields: BOTH_REASONING,
         image_limit: Some(crate::images::CLOUD_IMAGE_LIMIT),
+        // OpenAI's field without its strictness promise: whether the schema
+        // is enforced depends on the model behind it (a host that refuses it
+        // for a model is learned from its 400, see `crate::openai`).
+        schema_field: SchemaField::ResponseFormat,
+        // Open models on a grammar engine, like a local server: nothing
+        // documents that a tool can still be called under the schema.
+        schema_with_tools: false,
     };
 
     /// The hosted OpenAI-compatible APIs with a row of their own.
@@ -235,6 +286,15 @@ impl Dialect {
         self.reasoning_prefixes.iter().any(|p| model.starts_with(p))
     }
 
+    /// How a typed answer is obtained through this dialect's schema field.
+    pub fn output_mode(&self) -> OutputMode {
+        match self.schema_field {
+            SchemaField::StrictResponseFormat => OutputMode::NativeStrict,
+            SchemaField::ResponseFormat | SchemaField::Field(_) => OutputMode::Native,
+            SchemaField::Prompted => OutputMode::Prompted,
+        }
+    }
+
     const SERVER: Dialect = Dialect {
         name: "OpenAI-compatible server",
         provider: "server",
@@ -253,5 +313,64 @@ impl Dialect {
         stream_usage: true,
         reasoning_fields: BOTH_REASONING,
         image_limit: None,
+        // vLLM, SGLang, LM Studio, Ollama's /v1 and newer llama-servers all
+        // read OpenAI's field; one that refuses it is learned from its 400.
+        schema_field: SchemaField::ResponseFormat,
+        schema_with_tools: false,
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dialect_says_where_a_typed_answer_goes() {
+        assert_eq!(
+            Dialect::OPENAI.schema_field,
+            SchemaField::StrictResponseFormat
+        );
+        assert_eq!(Dialect::OPENAI.output_mode(), OutputMode::NativeStrict);
+        // Only OpenAI documents tools and a schema together.
+        let with_tools = [Dialect::OPENAI, Dialect::GENERIC].map(|d| d.schema_with_tools);
+        assert_eq!(with_tools, [true, false]);
+        assert_eq!(
+            Dialect::LLAMA_CPP.schema_field,
+            SchemaField::Field("json_schema")
+        );
+        for server in [
+            Dialect::LMSTUDIO,
+            Dialect::OLLAMA_V1,
+            Dialect::VLLM,
+            Dialect::GENERIC,
+            Dialect::server("SGLang", "sglang"),
+        ] {
+            assert_eq!(
+                server.schema_field,
+                SchemaField::ResponseFormat,
+                "{}",
+                server.name
+            );
+        }
+        for local in [
+            Dialect::LMSTUDIO,
+            Dialect::LLAMA_CPP,
+            Dialect::VLLM,
+            Dialect::GENERIC,
+        ] {
+            assert_eq!(local.output_mode(), OutputMode::Native, "{}", local.name);
+            // A grammar over the whole answer would forbid tool calls.
+            assert!(!local.schema_with_tools, "{}", local.name);
+        }
+        for hosted in Dialect::HOSTED {
+            let expected = if hosted.provider == "deepseek" {
+                OutputMode::Prompted
+            } else {
+                OutputMode::Native
+            };
+            assert_eq!(hosted.output_mode(), expected, "{}", hosted.name);
+            assert!(!hosted.schema_with_tools, "{}", hosted.name);
+        }
+        assert_eq!(Dialect::DEEPSEEK.schema_field, SchemaField::Prompted);
+    }
 }

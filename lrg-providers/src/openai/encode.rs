@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
-use super::OpenAiConfig;
+use super::{OpenAiConfig, SchemaField, output};
 use crate::generation::{capped_stop, dropped};
 use crate::images::limit_images;
 use crate::schema::{SchemaTarget, portable_tool_schema};
@@ -14,15 +14,31 @@ use crate::{
 };
 
 /// The Chat Completions body for one streamed turn.
+///
+/// A typed answer's schema ([`TurnRequest::output`]) goes where the
+/// dialect's [`SchemaField`] says; where it cannot go (that field is
+/// `Prompted`, or tools are offered to a server that cannot hold both), its
+/// instructions follow the system prompt instead.
 pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Result<Value, ProviderError> {
+    encode_for(request, config, config.dialect.schema_field)
+}
+
+/// [`encode`] with the schema sent through `field` (`Prompted` for a server
+/// found to refuse the dialect's own).
+pub(crate) fn encode_for(
+    request: &TurnRequest,
+    config: &OpenAiConfig,
+    field: SchemaField,
+) -> Result<Value, ProviderError> {
     let dialect = &config.dialect;
     let history = match dialect.image_limit {
         Some(keep) => limit_images(&request.messages, keep),
         None => Cow::Borrowed(request.messages.as_slice()),
     };
+    let schema = output::carried(request, field, dialect.schema_with_tools);
 
     let mut messages = Vec::with_capacity(history.len() + 1);
-    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+    if let Some(system) = output::system_prompt(request, schema) {
         messages.push(json!({"role": "system", "content": system}));
     }
     // A tool message carries text only: images a tool returned wait here and
@@ -117,6 +133,9 @@ pub fn encode(request: &TurnRequest, config: &OpenAiConfig) -> Result<Value, Pro
     }
     if let Some(seed) = settings.seed {
         body.insert(dialect.seed_field.into(), Value::from(seed));
+    }
+    if let Some(schema) = schema {
+        output::insert(&mut body, schema, field);
     }
     Ok(Value::Object(body))
 }

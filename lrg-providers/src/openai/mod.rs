@@ -1,6 +1,9 @@
 //! [`OpenAiChat`]: Chat Completions, for OpenAI and every OpenAI-compatible
 //! server (LM Studio, Ollama's `/v1`, vLLM, llama.cpp's server, ...). What
-//! differs between servers is data, in a [`Dialect`].
+//! differs between servers is data, in a [`Dialect`] — among it where a
+//! typed answer's schema goes ([`SchemaField`]); a server that refuses it
+//! with a 400 is asked once more with the schema in the instructions, and
+//! that is remembered for the process.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), lrg_providers::ProviderError> {
@@ -18,24 +21,31 @@ mod decode;
 mod dialect;
 mod encode;
 mod models;
+mod output;
 
 use std::sync::Arc;
 
+use futures::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
 pub use decode::OpenAiDecoder;
 pub(crate) use decode::{CallIds, frame_error, parse_arguments, stream_error};
 pub(crate) use dialect::OPENAI_REASONING_PREFIXES;
-pub use dialect::{Dialect, MaxTokensField, ReasoningField};
+pub use dialect::{Dialect, MaxTokensField, ReasoningField, SchemaField};
 pub use encode::encode;
+use encode::encode_for;
 pub(crate) use encode::{decimal, function_tool};
 pub use models::parse_models;
+pub(crate) use output::{system_with_instructions, tools_as_text, without_meta};
 
 use crate::endpoint::{check_base_url, sends_to};
 use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};
 use crate::transport::{HttpTransport, TransportConfig};
+use crate::typed::OutputMode;
 use crate::wire::Framing;
-use crate::{ApiKey, ChatModel, ModelInfo, ProviderError, TurnRequest, TurnStream};
+use crate::{
+    ApiKey, ChatModel, ModelInfo, ProviderError, StopReason, TurnEvent, TurnRequest, TurnStream,
+};
 
 /// Settings of an [`OpenAiChat`].
 #[derive(Debug, Clone)]
@@ -197,7 +207,8 @@ impl OpenAiChat {
         )
         .context_window(config.context_window)
         .sends_to(sends_to(&config.base_url))
-        .vision(config.vision);
+        .vision(config.vision)
+        .output_mode(config.dialect.output_mode());
         Ok(Self {
             config: Arc::new(config),
             transport,
@@ -235,17 +246,32 @@ impl OpenAiChat {
             .reachable(&self.config.endpoint("models"))
             .await
     }
-}
 
-impl ChatModel for OpenAiChat {
-    fn info(&self) -> ModelInfo {
-        self.info.clone()
+    /// Where this model's requests put a typed answer's schema: nowhere
+    /// when tools go as text, or when the server refused its dialect's field
+    /// earlier in this process.
+    fn schema_field(&self) -> SchemaField {
+        let config = &self.config;
+        if tools_as_text(config.tool_mode, &config.model)
+            || output::refused(&config.base_url, &config.model)
+        {
+            SchemaField::Prompted
+        } else {
+            config.dialect.schema_field
+        }
     }
 
-    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+    /// One request: `request` shaped for the tool mode, encoded with the
+    /// schema through `field`, streamed.
+    fn attempt(
+        &self,
+        request: TurnRequest,
+        field: SchemaField,
+        cancel: CancellationToken,
+    ) -> TurnStream {
         let TextTurn { request, parser } =
             TextTurn::new(self.config.tool_mode, &self.config.model, request);
-        let body = match encode(&request, &self.config) {
+        let body = match encode_for(&request, &self.config, field) {
             Ok(body) => body,
             Err(e) => return crate::model::failed_turn(e),
         };
@@ -271,6 +297,64 @@ impl ChatModel for OpenAiChat {
             self.config.api_key.clone(),
             cancel,
         )
+    }
+}
+
+impl ChatModel for OpenAiChat {
+    fn info(&self) -> ModelInfo {
+        let mut info = self.info.clone();
+        if self.schema_field() == SchemaField::Prompted {
+            info.output_mode = OutputMode::Prompted;
+        }
+        info
+    }
+
+    /// A request whose schema the server refuses with a 400 is sent once
+    /// more with the schema in the instructions; when that one is answered,
+    /// the refusal is remembered for the process.
+    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        let field = self.schema_field();
+        let with_tools = self.config.dialect.schema_with_tools;
+        if output::carried(&request, field, with_tools).is_none() {
+            return self.attempt(request, field, cancel);
+        }
+        let mut first = self.attempt(request.clone(), field, cancel.clone());
+        let this = self.clone();
+        Box::pin(async_stream::stream! {
+            let head = first.next().await;
+            let refusal = match head {
+                Some(Err(ProviderError::BadRequest { message })) => message,
+                other => {
+                    if let Some(item) = other {
+                        yield item;
+                    }
+                    while let Some(item) = first.next().await {
+                        yield item;
+                    }
+                    return;
+                }
+            };
+            let config = &this.config;
+            tracing::warn!(
+                server = config.dialect.name,
+                model = %config.model,
+                error = %refusal,
+                "the server refused the answer schema; asking again with it in the instructions"
+            );
+            let mut retry = this.attempt(request, SchemaField::Prompted, cancel);
+            let head = retry.next().await;
+            let answered = matches!(&head, Some(Ok(event))
+                if *event != TurnEvent::End { stop: StopReason::Cancelled });
+            if answered {
+                output::learn_refused(&config.base_url, &config.model);
+            }
+            if let Some(item) = head {
+                yield item;
+            }
+            while let Some(item) = retry.next().await {
+                yield item;
+            }
+        })
     }
 }
 

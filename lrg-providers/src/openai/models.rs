@@ -43,7 +43,8 @@ pub fn parse_models(
                     dialect.location,
                 )
                 .context_window(context_window)
-                .sends_to(sends_to.clone()),
+                .sends_to(sends_to.clone())
+                .output_mode(dialect.output_mode()),
             )
         })
         .collect())

@@ -480,5 +480,12 @@ fn model_list_reads_context_windows() {
         .map(|m| (m.model.as_str(), m.context_window))
         .collect();
     assert_eq!(got, [("a", Some(32768)), ("b", Some(8192)), ("c", None)]);
+    assert!(
+        models
+            .iter()
+            .all(|m| m.output_mode == crate::typed::OutputMode::Native)
+    );
+    let deepseek = parse_models(&list, &Dialect::DEEPSEEK, None).unwrap();
+    assert_eq!(deepseek[0].output_mode, crate::typed::OutputMode::Prompted);
     assert!(parse_models(&json!({"models": []}), &Dialect::VLLM, None).is_err());
 }

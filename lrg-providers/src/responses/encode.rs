@@ -14,6 +14,7 @@ use super::{RESPONSE_ID, ResponsesConfig};
 use crate::generation::dropped;
 use crate::images::{CLOUD_IMAGE_LIMIT, limit_images};
 use crate::openai::{decimal, function_tool};
+use crate::typed::StrictTarget;
 use crate::{
     Image, Message, NativePart, Part, ProviderError, Role, ToolCall, ToolResult, ToolSpec,
     TurnRequest,
@@ -23,7 +24,8 @@ use crate::{
 /// `function_call` without its output.
 const MISSING_RESULT: &str = "No result was recorded for this call.";
 
-/// The Responses body for one streamed turn.
+/// The Responses body for one streamed turn. A typed answer's schema goes
+/// in `text.format` (json_schema, shaped to OpenAI's strict rules).
 pub fn encode(request: &TurnRequest, config: &ResponsesConfig) -> Result<Value, ProviderError> {
     let history = limit_images(&request.messages, CLOUD_IMAGE_LIMIT);
     let reasoning = config.reasons();
@@ -65,6 +67,20 @@ pub fn encode(request: &TurnRequest, config: &ResponsesConfig) -> Result<Value, 
             .map(tool_spec)
             .collect::<Result<Vec<_>, _>>()?;
         body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(schema) = &request.output {
+        // Strict mode, as for Chat Completions; the answer comes as
+        // ordinary output text. Tools may still be called first.
+        let strict = schema.strict(StrictTarget::OpenAi);
+        body.insert(
+            "text".into(),
+            json!({"format": {
+                "type": "json_schema",
+                "name": schema.name(),
+                "schema": strict.schema,
+                "strict": strict.strict,
+            }}),
+        );
     }
     body.insert("stream".into(), Value::Bool(true));
     body.insert("store".into(), Value::Bool(config.previous_response_id));

@@ -40,6 +40,7 @@ use crate::endpoint::{check_base_url, sends_to};
 use crate::model::failed_turn as failed;
 use crate::openai::{Dialect, parse_models};
 use crate::transport::{HttpTransport, TransportConfig};
+use crate::typed::OutputMode;
 use crate::wire::Framing;
 use crate::{ApiKey, ChatModel, ModelInfo, ModelLocation, ProviderError, TurnRequest, TurnStream};
 
@@ -271,6 +272,7 @@ impl ChatModel for ResponsesChat {
         )
         .context_window(self.config.context_window)
         .sends_to(sends_to(&self.config.base_url))
+        .output_mode(OutputMode::NativeStrict)
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {

@@ -41,9 +41,31 @@ pub fn grammar_schema(schema: &Value, max_string_len: u32) -> Result<Value, Sche
     let inlined = inline_refs_if_any(schema, Annotations::Drop)?;
     let shaper = Shaper {
         cap: u64::from(max_string_len),
+        assertions: false,
     };
     shaper.shape(&inlined, &Path::ROOT, 0, Position::Root)
 }
+
+/// [`grammar_schema`] for a typed answer rather than a tool's arguments:
+/// numeric bounds (`minimum`, `maximum`, `exclusiveMinimum`,
+/// `exclusiveMaximum`) and string `pattern`s are kept, since llguidance
+/// enforces them and no tool is there to check the value afterwards. The
+/// root may be any schema (an answer need not be an object).
+pub(crate) fn answer_grammar_schema(
+    schema: &Value,
+    max_string_len: u32,
+) -> Result<Value, SchemaError> {
+    require_root_object(schema)?;
+    let inlined = inline_refs_if_any(schema, Annotations::Drop)?;
+    let shaper = Shaper {
+        cap: u64::from(max_string_len),
+        assertions: true,
+    };
+    shaper.shape(&inlined, &Path::ROOT, 0, Position::Value)
+}
+
+/// The assertions [`answer_grammar_schema`] keeps for numbers.
+const NUMBER_BOUNDS: [&str; 4] = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
 
 /// Where a subschema sits, which decides how it is closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +90,8 @@ struct ObjectContext {
 
 struct Shaper {
     cap: u64,
+    /// Keep numeric bounds and patterns (a typed answer's grammar).
+    assertions: bool,
 }
 
 impl Shaper {
@@ -212,6 +236,22 @@ impl Shaper {
             if !limited || existing.is_some() {
                 let max = existing.map_or(self.cap, |max| max.min(self.cap));
                 out.insert("maxLength".to_owned(), Value::from(max));
+            }
+        }
+
+        if self.assertions {
+            let source = map.source();
+            if allows("number") {
+                for keyword in NUMBER_BOUNDS {
+                    if let Some(bound) = source.get(keyword).filter(|b| b.is_number()) {
+                        out.insert(keyword.to_owned(), bound.clone());
+                    }
+                }
+            }
+            if allows("string")
+                && let Some(pattern) = source.get("pattern").filter(|p| p.is_string())
+            {
+                out.insert("pattern".to_owned(), pattern.clone());
             }
         }
 

@@ -322,3 +322,21 @@ pub fn fold(events: &[lrg_providers::TurnEvent]) -> lrg_providers::AssistantTurn
     }
     turn
 }
+
+/// The typed-answer schema the adapters' request-body tests send: a label
+/// from a list, a bounded priority, and an optional note (which strict
+/// shaping makes required and nullable).
+pub fn triage_schema() -> lrg_providers::typed::OutputSchema {
+    lrg_providers::typed::OutputSchema::new(serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "triage",
+        "type": "object",
+        "properties": {
+            "label": {"enum": ["bug", "feature"]},
+            "priority": {"type": "integer", "minimum": 1, "maximum": 5},
+            "note": {"type": "string", "maxLength": 200}
+        },
+        "required": ["label", "priority"]
+    }))
+    .unwrap()
+}
