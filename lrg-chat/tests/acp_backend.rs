@@ -127,3 +127,18 @@ async fn chats_sharing_a_backend_each_have_their_own_agent_session() {
     assert_eq!(who(&b).await, "session s2");
     assert_eq!(who(&a).await, "session s1");
 }
+
+#[tokio::test]
+async fn a_typed_message_sends_the_schema_with_the_prompt() {
+    let (session, _dir) = chat();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"]
+    });
+    let handle = session.send_with_schema("is it fine?", schema).unwrap();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(30), handle)
+        .await
+        .expect("the agent was never told the schema");
+    assert_eq!(answer, Ok(serde_json::json!({"ok": true})));
+}

@@ -296,7 +296,14 @@ impl ChatModel for AcpBackend {
         Box::pin(async_stream::stream! {
             let shown_chat = chat.clone();
             let prompt = match last_prompt(&request.messages) {
-                Ok(prompt) => prompt,
+                // An agent is sent no system prompt: a typed answer's
+                // schema goes with the prompt itself.
+                Ok(mut prompt) => {
+                    if let Some(output) = &request.output {
+                        prompt.push(ContentBlock::Text(TextContent::new(output.instructions())));
+                    }
+                    prompt
+                }
                 Err(e) => {
                     yield Err(inner.failed(e));
                     return;

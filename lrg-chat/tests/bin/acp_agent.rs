@@ -5,7 +5,8 @@
 //! thought, text, a tool call (kind `edit`) that asks permission, its
 //! progress or failure, usage, more text. Prompts with special words:
 //! `slow` streams `tick` until cancelled; `die` exits at once (exit code 3);
-//! `who` answers with the session's id (`s1`, `s2`, ... in order of creation).
+//! `who` answers with the session's id (`s1`, `s2`, ... in order of creation);
+//! a prompt carrying a typed answer's instructions answers `{"ok": true}`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
@@ -49,6 +50,15 @@ async fn answer(
         .collect();
     if text.contains("die") {
         std::process::exit(3);
+    }
+    // A typed message: lrg sends the schema's instructions with the prompt.
+    if text.contains("JSON Schema of the answer") {
+        send(
+            &cx,
+            &req.session_id,
+            SessionUpdate::AgentMessageChunk(chunk(r#"{"ok": true}"#)),
+        );
+        return StopReason::EndTurn;
     }
     if text.contains("who") {
         let me = format!("session {}", req.session_id.0);

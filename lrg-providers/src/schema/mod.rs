@@ -70,7 +70,6 @@ pub(crate) use error::json_type;
 pub(crate) use grammar::answer_grammar_schema;
 pub use grammar::grammar_schema;
 pub use portable::{SchemaTarget, portable_tool_schema};
-pub(crate) use refs::inline_refs;
 
 /// The string cap the fuzz target and the seed-corpus test use.
 const FUZZ_STRING_CAP: u32 = 1_000;

@@ -57,39 +57,28 @@ pub struct StrictSchema {
 /// is sent as it is with `strict: false` ([`StrictSchema::strict`]), and the
 /// answer is validated like any other.
 pub fn strict_schema(schema: &Value, target: StrictTarget) -> StrictSchema {
-    let source = match target {
-        // Anthropic follows no recursion: inline every reference (which
-        // fails on a recursive one).
-        StrictTarget::Anthropic => match crate::schema::inline_refs(schema) {
-            Ok(inlined) => std::borrow::Cow::Owned(inlined),
-            Err(e) => {
+    let mut shaper = Shaper {
+        target,
+        root: schema,
+        active: Vec::new(),
+    };
+    match shaper.shape(schema, &At::Root, 0) {
+        Ok(shaped) => {
+            let (shaped, wrapped) = wrap_root(shaped, true);
+            if wrapped && mentions_root_ref(&shaped) {
                 return loose(
                     schema_without_meta(schema),
-                    format!("its references cannot be inlined: {e}"),
-                );
-            }
-        },
-        // OpenAI follows `$defs`: shaped where they are, read in place.
-        StrictTarget::OpenAi => std::borrow::Cow::Borrowed(schema),
-    };
-    let mut shaper = Shaper { target };
-    match shaper.shape(&source, &At::Root, 0) {
-        Ok(shaped) => {
-            let (schema, wrapped) = wrap_root(shaped, true);
-            if wrapped && mentions_root_ref(&schema) {
-                return loose(
-                    schema_without_meta(&source),
                     "a `$ref` to the root (`#`) cannot survive wrapping a non-object root".into(),
                 );
             }
             StrictSchema {
-                schema,
+                schema: shaped,
                 strict: true,
                 why_not: None,
                 wrapped,
             }
         }
-        Err(why) => loose(schema_without_meta(&source), why),
+        Err(why) => loose(schema_without_meta(schema), why),
     }
 }
 
@@ -191,16 +180,45 @@ enum Role {
     Refuse,
 }
 
-struct Shaper {
+struct Shaper<'r> {
     target: StrictTarget,
+    /// The whole schema, which `$ref`s point into.
+    root: &'r Value,
+    /// The references being inlined (Anthropic), outermost first: meeting
+    /// one again is recursion.
+    active: Vec<&'r str>,
 }
 
-impl Shaper {
+impl<'r> Shaper<'r> {
     fn role(&self, keyword: &str, value: &Value) -> Role {
         match keyword {
             "type" | "enum" | "const" | "description" | "title" | "$ref" | "pattern" => Role::Keep,
             "$schema" | "$id" | "$comment" | "$anchor" | "readOnly" | "writeOnly"
             | "deprecated" | "contentEncoding" | "contentMediaType" => Role::Drop,
+            // Inlined where they are used.
+            "$defs" | "definitions" if self.target == StrictTarget::Anthropic => Role::Drop,
+            // Numeric formats (schemars' `uint8`, `double`, ...) say no more
+            // than the type and bounds beside them.
+            "format"
+                if value.as_str().is_some_and(|f| {
+                    matches!(
+                        f,
+                        "int8"
+                            | "int16"
+                            | "int32"
+                            | "int64"
+                            | "uint"
+                            | "uint8"
+                            | "uint16"
+                            | "uint32"
+                            | "uint64"
+                            | "float"
+                            | "double"
+                    )
+                }) =>
+            {
+                Role::Drop
+            }
             "format" => {
                 let supported: &[&str] = match self.target {
                     StrictTarget::OpenAi => &[
@@ -274,7 +292,7 @@ impl Shaper {
         }
     }
 
-    fn shape(&mut self, schema: &Value, at: &At<'_>, depth: usize) -> Result<Value, String> {
+    fn shape(&mut self, schema: &'r Value, at: &At<'_>, depth: usize) -> Result<Value, String> {
         if depth > MAX_DEPTH {
             return Err(format!("{at} nests deeper than {MAX_DEPTH} levels"));
         }
@@ -283,12 +301,22 @@ impl Shaper {
                 "{at} is `{schema}`, which admits any value or none"
             ));
         };
+        if self.target == StrictTarget::Anthropic
+            && let Some(reference) = map.get("$ref").and_then(Value::as_str)
+        {
+            return self.inline(map, reference, at, depth);
+        }
         let mut out = Map::with_capacity(map.len() + 2);
-        let mut described: Vec<String> = Vec::new();
+        // Written into directly: most schemas move nothing here.
+        let mut described = String::new();
         for (keyword, value) in map {
             match self.role(keyword, value) {
                 Role::Drop => {}
-                Role::Describe => described.push(format!("{keyword} {value}")),
+                Role::Describe => {
+                    use std::fmt::Write as _;
+                    let sep = if described.is_empty() { "" } else { "; " };
+                    let _ = write!(described, "{sep}{keyword} {value}");
+                }
                 Role::Refuse => {
                     return Err(format!(
                         "{at} uses `{keyword}`, which strict mode cannot express"
@@ -349,7 +377,7 @@ impl Shaper {
             out.insert("type".into(), json!(name));
         }
         if !described.is_empty() {
-            let also = format!("(also: {})", described.join("; "));
+            let also = format!("(also: {described})");
             let description = match out.get("description").and_then(Value::as_str) {
                 Some(d) if !d.is_empty() => format!("{d} {also}"),
                 _ => also,
@@ -359,9 +387,68 @@ impl Shaper {
         Ok(Value::Object(out))
     }
 
+    /// A `$ref` replaced by what it points to, shaped (Anthropic follows no
+    /// reference). Annotations beside it (`description`, `title`) are laid
+    /// over; an assertion beside it is not merged, so the schema goes loose.
+    fn inline(
+        &mut self,
+        map: &'r Map<String, Value>,
+        reference: &'r str,
+        at: &At<'_>,
+        depth: usize,
+    ) -> Result<Value, String> {
+        if self.active.contains(&reference) {
+            return Err(format!(
+                "its references cannot be inlined: {at} refers to `{reference}` inside itself"
+            ));
+        }
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|pointer| {
+                if pointer.is_empty() {
+                    Some(self.root)
+                } else {
+                    self.root.pointer(pointer)
+                }
+            })
+            .ok_or_else(|| {
+                format!("its references cannot be inlined: {at}/$ref `{reference}` points nowhere in this schema")
+            })?;
+        self.active.push(reference);
+        let shaped = self.shape(target, at, depth + 1);
+        self.active.pop();
+        let mut shaped = shaped?;
+        for (keyword, value) in map {
+            match keyword.as_str() {
+                "$ref" => {}
+                "description" | "title" => {
+                    if let Value::Object(out) = &mut shaped {
+                        // What the target moved into its description stays.
+                        let moved = out
+                            .get(keyword.as_str())
+                            .and_then(Value::as_str)
+                            .and_then(|d| d.find("(also: ").map(|at| d[at..].to_owned()));
+                        let value = match (value.as_str(), moved) {
+                            (Some(own), Some(moved)) => Value::String(format!("{own} {moved}")),
+                            _ => value.clone(),
+                        };
+                        out.insert(keyword.clone(), value);
+                    }
+                }
+                other if matches!(self.role(other, value), Role::Drop) => {}
+                other => {
+                    return Err(format!(
+                        "{at} has `{other}` beside its `$ref`, which strict mode cannot merge"
+                    ));
+                }
+            }
+        }
+        Ok(shaped)
+    }
+
     fn shape_map(
         &mut self,
-        value: &Value,
+        value: &'r Value,
         at: &At<'_>,
         depth: usize,
     ) -> Result<Map<String, Value>, String> {

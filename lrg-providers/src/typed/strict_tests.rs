@@ -260,3 +260,41 @@ fn shaping_never_fails_on_odd_input() {
         assert!(shaped.schema.is_object());
     }
 }
+
+#[test]
+fn numeric_formats_go_and_a_refs_description_is_kept_when_inlined() {
+    let schema = json!({
+        "type": "object",
+        "$defs": {"Count": {"type": "integer", "format": "uint32", "minimum": 0}},
+        "properties": {
+            "n": {"$ref": "#/$defs/Count", "description": "How many."},
+            "at": {"type": "string", "format": "date-time"}
+        },
+        "required": ["n", "at"]
+    });
+    let shaped = strict_schema(&schema, StrictTarget::Anthropic);
+    assert!(shaped.strict, "{:?}", shaped.why_not);
+    assert_eq!(
+        shaped.schema["properties"]["n"],
+        json!({"type": "integer", "description": "How many. (also: minimum 0)"})
+    );
+    assert_eq!(
+        shaped.schema["properties"]["at"],
+        json!({"type": "string", "format": "date-time"})
+    );
+    // An assertion beside a reference is not merged: loose, and why.
+    let beside = json!({
+        "type": "object",
+        "$defs": {"S": {"type": "string"}},
+        "properties": {"s": {"$ref": "#/$defs/S", "minLength": 2}},
+        "required": ["s"]
+    });
+    let shaped = strict_schema(&beside, StrictTarget::Anthropic);
+    assert!(!shaped.strict);
+    assert!(shaped.why_not.unwrap().contains("beside its `$ref`"));
+    // A reference that points nowhere is said, not followed.
+    let nowhere =
+        json!({"type": "object", "properties": {"s": {"$ref": "#/$defs/Gone"}}, "required": ["s"]});
+    let shaped = strict_schema(&nowhere, StrictTarget::Anthropic);
+    assert!(shaped.why_not.unwrap().contains("points nowhere"));
+}
