@@ -996,3 +996,155 @@ async fn a_typed_answer_is_shown_as_json_with_a_copy_button_in_a_real_browser() 
     );
     page.client.close().await.unwrap();
 }
+
+/// A scripted model that says it runs in openai's cloud.
+struct Cloudy(ScriptedModel);
+
+impl ChatModel for Cloudy {
+    fn info(&self) -> lrg_providers::ModelInfo {
+        lrg_providers::ModelInfo::new("openai", "gpt-4.1", ModelLocation::Cloud)
+            .sends_to(Some("api.openai.com".into()))
+    }
+
+    fn turn(
+        &self,
+        request: lrg_providers::TurnRequest,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> lrg_providers::TurnStream {
+        self.0.turn(request, cancel)
+    }
+}
+
+/// Opens every chat on one cloud model, all sharing one set of permission
+/// settings (as `lrg serve` does), so "don't ask again" reaches them all.
+struct SharedSettings {
+    model: Arc<dyn ChatModel>,
+    permissions: Arc<lrg_chat::permissions::Permissions>,
+}
+
+impl ChatOpener for SharedSettings {
+    fn open(&self, _spec: ChatSpec) -> BoxFuture<'_, Result<OpenedChat, OpenError>> {
+        Box::pin(async move {
+            let source = Arc::new(SwitchableModel::new(self.model.clone()));
+            let builder =
+                ChatSession::builder(source.clone()).permissions(self.permissions.clone());
+            Ok(OpenedChat::new(builder, self.model.info()).with_source(source))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_asks_for_cloud_consent_once_per_provider_in_a_real_browser() {
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let model: Arc<dyn ChatModel> = Arc::new(Cloudy(ScriptedModel::named(
+        "cloud",
+        (1..=6).map(|n| text(&format!("Answer {n}."))).collect(),
+    )));
+    let permissions = Arc::new(lrg_chat::permissions::Permissions::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let menu = StaticMenu(vec![
+        MenuEntry::available("openai", "gpt-4.1", ModelLocation::Cloud)
+            .with_sends_to("api.openai.com"),
+    ]);
+    let config = HttpConfig::new(AGENT)
+        .allow_origin(base.clone())
+        .defaults(ChatSpec::new().model("openai:gpt-4.1"));
+    let opener = SharedSettings {
+        model,
+        permissions: permissions.clone(),
+    };
+    let server = ChatServer::new(config, Arc::new(opener), Arc::new(menu));
+    let app = server.router();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (_driver, _profile, mut page) = launch(&chromium, &driver).await;
+
+    let modal_shown = "!document.getElementById('modal').classList.contains('hidden')";
+    let users = |n: usize| format!("document.querySelectorAll('.user.msg').length === {n}");
+    let answers =
+        |n: usize| format!("document.querySelectorAll('.turn:not(.live) .text').length === {n}");
+    let open = async |page: &Page| {
+        let link = server.open_chat(ChatSpec::new()).await.unwrap();
+        page.client
+            .goto(&format!("{base}{}", link.page_url))
+            .await
+            .unwrap();
+        page.wait(
+            "document.getElementById('conn').textContent === 'live' && document.getElementById('model-button').textContent.includes('openai:gpt-4.1')",
+            "the chat",
+        )
+        .await;
+    };
+
+    // A chat on a cloud model asks before its first message goes out.
+    open(&page).await;
+    page.type_in(&format!("hello{ENTER}")).await;
+    page.wait(modal_shown, "the consent question").await;
+    assert_eq!(
+        page.js("return [document.getElementById('modal-confirm').textContent, document.getElementById('modal-check-text').textContent, document.getElementById('modal-check').classList.contains('hidden')]").await,
+        json!(["Send it", "Don't ask again for openai", false])
+    );
+    let question = page
+        .js("return document.getElementById('modal-text').textContent")
+        .await;
+    assert!(
+        question.as_str().unwrap().contains("api.openai.com"),
+        "{question}"
+    );
+    page.shot("cloud-consent").await;
+    page.click("#modal-confirm").await;
+    page.wait(&answers(1), "the first answer").await;
+
+    // Agreed for this chat: the next message goes without a question (the
+    // message is only sent once no question stands in its way).
+    page.type_in(&format!("again{ENTER}")).await;
+    page.wait(&answers(2), "the second answer").await;
+    assert_eq!(
+        page.js(&format!("return {modal_shown}")).await,
+        json!(false)
+    );
+
+    // A reload asks the server, which remembers it.
+    page.client.refresh().await.unwrap();
+    page.wait(&users(2), "the conversation after reload").await;
+    page.wait(
+        "document.getElementById('model-button').textContent.includes('openai:gpt-4.1')",
+        "the model",
+    )
+    .await;
+    page.type_in(&format!("after reload{ENTER}")).await;
+    page.wait(&answers(3), "the answer after reload").await;
+    assert_eq!(
+        page.js(&format!("return {modal_shown}")).await,
+        json!(false)
+    );
+    assert!(
+        permissions.settings().cloud_consent.is_empty(),
+        "this chat only"
+    );
+
+    // Another chat asks again; "don't ask again" is ticked this time.
+    open(&page).await;
+    page.type_in(&format!("second chat{ENTER}")).await;
+    page.wait(modal_shown, "the question in another chat").await;
+    page.click("#modal-check-box").await;
+    page.click("#modal-confirm").await;
+    page.wait(&answers(1), "the second chat's answer").await;
+    assert!(
+        permissions.settings().cloud_consent.contains("openai"),
+        "{:?}",
+        permissions.settings()
+    );
+
+    // A third chat does not ask at all.
+    open(&page).await;
+    page.type_in(&format!("third chat{ENTER}")).await;
+    page.wait(&answers(1), "the third chat's answer").await;
+    assert_eq!(
+        page.js(&format!("return {modal_shown}")).await,
+        json!(false)
+    );
+    page.client.close().await.unwrap();
+}

@@ -26,6 +26,11 @@ async fn jsonl() -> Option<Jsonl> {
 
 conformance_suite!(jsonl);
 
+#[test]
+fn an_older_state_loads_with_the_lock_off() {
+    an_older_state_loads_unlocked();
+}
+
 /// A session of two exchanges, released; returns the store and its file.
 async fn two_exchanges(dir: &Path) -> (JsonlStore, lrg_chat::store::SessionMeta, Vec<u8>) {
     let store = JsonlStore::new(dir);

@@ -43,6 +43,11 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
     })
     .await?;
     let session = ready.session.clone();
+    // Chosen by name on the command line (and said where it goes): no
+    // question for the provider the chat starts on.
+    if ready.info.location == lrg_providers::ModelLocation::Cloud {
+        session.consent_to_cloud(&ready.info.provider, false);
+    }
     let lines = Arc::new(Mutex::new(Lines::stdin()));
     let approver = if args.yes {
         Approver::Everyone
@@ -177,7 +182,13 @@ async fn switch(
         .map_err(|e| e.to_string())?;
     let kept = ready.session.store_id().is_some();
     let cloud = info.sends_to.as_ref().filter(|_| check.to_cloud);
-    let choice = if check.needs_confirmation() || kept {
+    let always = match cloud {
+        Some(host) if !ready.session.cloud_consented(&info.provider) => {
+            Some(ask_cloud(lines, &info, host).await?)
+        }
+        _ => None,
+    };
+    let choice = if check.drops_history || kept {
         let to_cloud = cloud.map_or_else(String::new, |host| format!(" (it is sent to {host})"));
         if kept {
             eprint!(
@@ -223,10 +234,52 @@ async fn switch(
             eprintln!("New chat on {}.", info.id());
         }
     }
+    if let Some(always) = always {
+        consent(ready, &info.provider, always);
+    }
     if let Some(host) = &info.sends_to {
         eprintln!("This conversation is sent to {host}");
     }
     Ok(())
+}
+
+/// Ask whether the conversation may go to `info`'s cloud at `host`: once
+/// per provider, as the page asks. `Ok(true)`: "don't ask again" for the
+/// provider; an `Err` keeps the current model.
+async fn ask_cloud(
+    lines: &Mutex<Lines>,
+    info: &lrg_providers::ModelInfo,
+    host: &str,
+) -> Result<bool, String> {
+    let provider = &info.provider;
+    eprint!(
+        "{} runs in {provider}'s cloud: this conversation would be sent to {host}. Send it \
+         there? [y = yes, a = yes and don't ask again for {provider}, Enter = no] ",
+        info.id()
+    );
+    let _ = std::io::stderr().flush();
+    let answer = lines.lock().await.next().await.unwrap_or_default();
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(false),
+        "a" | "always" => Ok(true),
+        _ => Err("kept the current model".into()),
+    }
+}
+
+/// Remember the consent: for this chat, and with `always` in the
+/// permission settings (said when they could not be written).
+fn consent(ready: &setup::Ready, provider: &str, always: bool) {
+    match ready.session.consent_to_cloud(provider, always) {
+        Some(lrg_chat::permissions::SaveStatus::Failed(e)) => {
+            eprintln!("lrg: warning: could not save \"don't ask again for {provider}\": {e}");
+        }
+        Some(lrg_chat::permissions::SaveStatus::NotBound) => {
+            eprintln!(
+                "(\"don't ask again for {provider}\" lasts until lrg chat ends: permissions are not saved)"
+            );
+        }
+        _ => {}
+    }
 }
 
 /// What `/model` does with the conversation.

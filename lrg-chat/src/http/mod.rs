@@ -53,7 +53,8 @@
 //! | `POST /v1/chat/sessions/{id}/compact` | chat | summarize the conversation → `202 {last_seq, saved?}`; `compacted` follows once the summary is kept |
 //! | `POST /v1/chat/sessions/{id}/approvals/{call_id}` | chat | `{answer: "once"\|"chat"\|"always"\|"deny", note?}` |
 //! | `GET`, `PUT /v1/chat/sessions/{id}/permissions` | chat | `{mode, rules, bulk_limit, saved, local_only, tools}`; PUT `{mode?, rules?, bulk_limit?, local_only?}` |
-//! | `GET /v1/chat/sessions/{id}/models` | chat | `{current, groups: [{provider, models}]}` |
+//! | `GET /v1/chat/sessions/{id}/models` | chat | `{current, groups: [{provider, models}], cloud_consented}` (`cloud_consented`: the person agreed to send this chat to the current model's provider) |
+//! | `POST /v1/chat/sessions/{id}/consent` | chat | `{provider, always?}`: the person agreed to send this chat to `provider`'s cloud; kept with the chat, and with `always` ("don't ask again") in the permission settings → `200 {provider, always, saved, settings_saved?}` |
 //! | `POST /v1/chat/sessions/{id}/model` | chat | `{model, carry_over?}`, `model` an available id of `…/models` (else 400) → `201 {session, chat_token, page_url, opened}` of a new chat, this one kept and not ended; with `carry_over: true`, `200` with this same chat, now on `model`; 409 busy (`confirm`, from the two-step switch, is accepted and needs no answer) |
 //! | `GET /v1/chat/sessions/{id}/events?after=N` | chat | SSE: one JSON event per `data:` line, `id:` is the seq |
 //! | `GET /v1/chat/sessions/{id}/transcript` | chat | the conversation as rendered ([`crate::transcript::Transcript`]); headers `lrg-last-seq` (follow the events from there after a `resync`) and `lrg-first-kept-seq` (the oldest event the log keeps) |
@@ -116,6 +117,7 @@
 mod auth;
 mod body;
 mod conn;
+mod consent;
 mod error;
 mod fuzz_bodies;
 mod guard;
@@ -488,6 +490,10 @@ impl ChatServer {
                 chat(get(routes::get_permissions).put(routes::put_permissions)),
             )
             .route("/v1/chat/sessions/{id}/models", chat(get(routes::models)))
+            .route(
+                "/v1/chat/sessions/{id}/consent",
+                chat(post(consent::post_consent)),
+            )
             .route(
                 "/v1/chat/sessions/{id}/model",
                 chat(post(routes::switch_model)),

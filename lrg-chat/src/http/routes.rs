@@ -426,6 +426,8 @@ pub(crate) async fn put_permissions(
     let body: PermissionsBody = read_json(&state, body).await?;
     if let Some(on) = body.local_only {
         chat.session.set_local_only(on);
+        // Answered once the lock is kept with the chat.
+        chat.session.keep_state().await;
     }
     let status = chat.session.update_permissions(|s| {
         if let Some(mode) = body.mode {
@@ -453,7 +455,11 @@ pub(crate) async fn models(
     let model = chat.model();
     let groups = menu::with_current(state.menu.menu().await, &model);
     let current = menu::MenuEntry::from_info(&model);
-    Ok(Json(json!({"current": current, "groups": groups})).into_response())
+    let consented = chat.session.cloud_consented(&model.provider);
+    Ok(
+        Json(json!({"current": current, "groups": groups, "cloud_consented": consented}))
+            .into_response(),
+    )
 }
 
 #[derive(Deserialize)]

@@ -8,7 +8,7 @@
 mod store;
 mod targets;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -53,7 +53,8 @@ pub enum Rule {
 /// file:
 ///
 /// ```json
-/// {"mode": "auto_read", "rules": {"delete_file": "block"}, "bulk_limit": 200}
+/// {"mode": "auto_read", "rules": {"delete_file": "block"}, "bulk_limit": 200,
+///  "cloud_consent": ["openai"]}
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -65,6 +66,13 @@ pub struct PermissionSettings {
     /// A destructive call aimed at more targets than this asks even when
     /// allowed; 0 turns the limit off.
     pub bulk_limit: u32,
+    /// Providers the person said "don't ask again" for: a chat sends its
+    /// conversation to their clouds without asking first (see
+    /// [`crate::ChatSession::cloud_consented`]). Left out of the file while
+    /// empty, so an older lrg still reads it; absent in older files, which
+    /// load with none.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub cloud_consent: BTreeSet<String>,
 }
 
 impl Default for PermissionSettings {
@@ -73,6 +81,7 @@ impl Default for PermissionSettings {
             mode: Mode::default(),
             rules: BTreeMap::new(),
             bulk_limit: DEFAULT_BULK_LIMIT,
+            cloud_consent: BTreeSet::new(),
         }
     }
 }
@@ -300,6 +309,21 @@ mod tests {
         assert_eq!(s.rules["x"], Rule::Block);
         let err = serde_json::from_str::<PermissionSettings>(r#"{"mode":"yolo"}"#).unwrap_err();
         assert!(err.to_string().contains("unknown variant `yolo`"), "{err}");
+        assert!(
+            s.cloud_consent.is_empty(),
+            "a file from before consent was kept"
+        );
+        let json = serde_json::to_value(&s).unwrap();
+        assert!(
+            json.get("cloud_consent").is_none(),
+            "left out while empty: {json}"
+        );
+        let mut s = s;
+        s.cloud_consent.insert("openai".into());
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains(r#""cloud_consent":["openai"]"#), "{text}");
+        let back: PermissionSettings = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, s);
         let a: Answer = serde_json::from_str(r#"{"kind":"deny","note":"only three"}"#).unwrap();
         assert_eq!(a, Answer::deny_with("only three"));
     }

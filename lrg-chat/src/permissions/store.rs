@@ -21,7 +21,7 @@ pub enum PermissionsError {
     },
     /// The file is not valid settings JSON.
     #[error(
-        "permission settings {path} are not valid: {message} (expected {{\"mode\": \"ask_all\"|\"auto_read\"|\"auto_safe\"|\"auto_all\", \"rules\": {{\"<tool>\": \"allow\"|\"ask\"|\"block\"}}, \"bulk_limit\": <number>}})"
+        "permission settings {path} are not valid: {message} (expected {{\"mode\": \"ask_all\"|\"auto_read\"|\"auto_safe\"|\"auto_all\", \"rules\": {{\"<tool>\": \"allow\"|\"ask\"|\"block\"}}, \"bulk_limit\": <number>, \"cloud_consent\": [\"<provider>\"]}})"
     )]
     Invalid {
         /// The settings file.
@@ -211,6 +211,24 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(leftovers.len(), 1, "no temp files left: {leftovers:?}");
+    }
+
+    #[test]
+    fn cloud_consent_round_trips_and_an_older_file_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.json");
+        // Written before consent was kept: no `cloud_consent` field.
+        std::fs::write(&path, r#"{"mode":"auto_safe","rules":{},"bulk_limit":7}"#).unwrap();
+        let store = Permissions::open(&path).unwrap();
+        assert_eq!(store.settings().bulk_limit, 7);
+        assert!(store.settings().cloud_consent.is_empty());
+        let status = store.update(|s| {
+            s.cloud_consent.insert("anthropic".into());
+        });
+        assert_eq!(status, SaveStatus::Saved);
+        let reopened = Permissions::open(&path).unwrap().settings();
+        assert!(reopened.cloud_consent.contains("anthropic"), "{reopened:?}");
+        assert_eq!((reopened.mode, reopened.bulk_limit), (Mode::AutoSafe, 7));
     }
 
     #[test]

@@ -108,6 +108,9 @@ struct State {
     approvals: HashMap<String, oneshot::Sender<Answer>>,
     /// Tools the person allowed "for this chat".
     chat_allowed: HashSet<String>,
+    /// Providers the person agreed to send this chat to (see
+    /// [`ChatSession::consent_to_cloud`]).
+    cloud_consent: std::collections::BTreeSet<String>,
     /// System prompt + tools cost, learned per model (`provider:model`).
     overhead: HashMap<String, u32>,
     /// Where the conversation last went off this machine (provider, host),
@@ -189,8 +192,9 @@ impl ChatSession {
     /// Turn "local only" on or off. On, a model that would send the
     /// conversation to a cloud is refused at its next turn, so a chat on a
     /// cloud model cannot go on until it moves to a local one.
+    /// Kept with a stored chat, so a resume is as locked as it was.
     pub fn set_local_only(&self, on: bool) {
-        self.shared.local_only.store(on, Ordering::SeqCst);
+        locality::set_local_only(&self.shared, on);
     }
 
     /// Whether cloud models are refused.

@@ -43,6 +43,9 @@ struct Progress {
     /// Call ids whose results the store holds ahead of the history (kept
     /// as each call ended; the step's results message follows).
     ahead: Vec<String>,
+    /// The lock and the consents the store holds, as last written (`None`:
+    /// not known yet): [`save_state`] writes only a change.
+    choices: Option<(bool, Vec<String>)>,
 }
 
 impl Persister {
@@ -55,6 +58,7 @@ impl Persister {
                 generation: 0,
                 failed: false,
                 ahead: Vec::new(),
+                choices: None,
             }),
         }
     }
@@ -78,13 +82,51 @@ enum Write {
     Rewrite(lrg_providers::Messages),
 }
 
-fn state_of(state: &State) -> SessionState {
+fn state_of(shared: &Shared, state: &State) -> SessionState {
     let mut granted: Vec<String> = state.chat_allowed.iter().cloned().collect();
     granted.sort();
     SessionState {
         granted,
         usage: state.usage,
         updated_ms: now_ms(),
+        local_only: shared.local_only.load(std::sync::atomic::Ordering::SeqCst),
+        cloud_consent: state.cloud_consent.iter().cloned().collect(),
+    }
+}
+
+/// Keep the state now, though the history has not changed (the lock turned
+/// on, a consent given): a chat closed before its next message still
+/// resumes as it was left. Returns whether it is durable (see [`save`]).
+pub(super) async fn save_state(shared: &Shared) -> bool {
+    let Some(persister) = &shared.persister else {
+        return true;
+    };
+    let mut progress = persister.progress.lock().await;
+    if progress.failed {
+        return false;
+    }
+    let pending = {
+        let state = shared.lock();
+        state.generation != progress.generation || state.history.len() != progress.saved
+    };
+    if pending {
+        // Rows not kept yet go first; their write carries the state.
+        return save_locked(shared, persister, &mut progress).await;
+    }
+    let stored = state_of(shared, &shared.lock());
+    let choices = (stored.local_only, stored.cloud_consent.clone());
+    if progress.choices.as_ref() == Some(&choices) {
+        return true;
+    }
+    match persister.store.append(&persister.id, &[], &stored).await {
+        Ok(()) => {
+            progress.choices = Some(choices);
+            true
+        }
+        Err(e) => {
+            fail(shared, &mut progress, &e);
+            false
+        }
     }
 }
 
@@ -116,7 +158,7 @@ pub(super) async fn save_result(shared: &Shared, result: &ToolResult) -> bool {
         return false;
     }
     let row = [Message::tool_results([result.clone()])];
-    let stored = state_of(&shared.lock());
+    let stored = state_of(shared, &shared.lock());
     match persister.store.append(&persister.id, &row, &stored).await {
         Ok(()) => {
             progress.ahead.push(result.call_id.clone());
@@ -146,7 +188,7 @@ async fn save_locked(shared: &Shared, persister: &Persister, progress: &mut Prog
         } else {
             return true;
         };
-        (write, state_of(&state), len, state.generation)
+        (write, state_of(shared, &state), len, state.generation)
     };
     // The step's results were all kept as each call ended, with the state
     // as it was then (a grant comes before its call runs): nothing is left
@@ -165,6 +207,7 @@ async fn save_locked(shared: &Shared, persister: &Persister, progress: &mut Prog
             progress.saved = len;
             progress.generation = generation;
             progress.ahead.clear();
+            progress.choices = Some((stored.local_only, stored.cloud_consent));
             true
         }
         Err(e) => {
@@ -285,6 +328,13 @@ pub(super) fn replay(shared: &Shared, stored: StoredSession) {
     let mut state = shared.lock();
     state.chat_allowed = stored.state.granted.into_iter().collect();
     state.usage = stored.state.usage;
+    state.cloud_consent = stored.state.cloud_consent.into_iter().collect();
+    // A kept lock holds on resume; one the opener asks for holds too.
+    if stored.state.local_only {
+        shared
+            .local_only
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
     for (index, row) in stored.rows.iter().enumerate() {
         for event in row_events(row) {
             let user = matches!(event, Event::UserMessage { .. });

@@ -265,6 +265,16 @@ pub struct SessionState {
     /// When the session last changed, in milliseconds since the Unix epoch.
     #[serde(default)]
     pub updated_ms: u64,
+    /// The "local only" lock ([`crate::ChatSession::set_local_only`]), kept
+    /// so a resumed chat is as locked as it was. Absent (off) in sessions
+    /// from before the lock was kept, which load as they are.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub local_only: bool,
+    /// Providers the person agreed, in this chat, to send the conversation
+    /// to ([`crate::ChatSession::consent_to_cloud`]), sorted, so a resumed
+    /// chat does not ask again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cloud_consent: Vec<String>,
 }
 
 /// A session as read back from a store.

@@ -16,9 +16,12 @@ use lrg_chat::store::{
 use lrg_providers::{Image, Message, NativePart, Part, Role, ToolCall, ToolResult, Usage};
 use serde_json::json;
 
+mod kept_choices;
 mod reopen;
 // Used through `conformance_suite!`, which not every test that shares this
 // module runs.
+#[allow(unused_imports)]
+pub use kept_choices::*;
 #[allow(unused_imports)]
 pub use reopen::*;
 
@@ -440,7 +443,8 @@ macro_rules! conformance_suite {
             one_writer_at_a_time, open_calls_are_answered_on_load, ten_thousand_rows,
             sub_agents_go_with_their_parent, archive_releases_the_keys,
             rebind_moves_a_chat_to_another_model,
-            the_registry_never_loses_a_chat_on_another_model);
+            the_registry_never_loses_a_chat_on_another_model,
+            the_lock_and_consent_last_on_resume);
     };
     (@tests $make:path; $($check:ident),*) => {
         $(

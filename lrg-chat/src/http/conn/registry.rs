@@ -216,13 +216,16 @@ impl Registry {
     /// whose client stopped reading its answer.
     pub(super) fn evict_one(&self) -> Eviction {
         let inner = self.lock();
-        let mut idle: Option<(u64, &Arc<ConnEntry>)> = None;
-        let mut trickling: Option<(u64, &Arc<ConnEntry>)> = None;
+        // Ordered by (idle since, id): connections accepted within the same
+        // millisecond go oldest first, never in the map's random order (which
+        // could close the newest, still waiting for its first request).
+        let mut idle: Option<((u64, u64), &Arc<ConnEntry>)> = None;
+        let mut trickling: Option<((u64, u64), &Arc<ConnEntry>)> = None;
         for entry in inner.conns.values() {
             if entry.close.is_cancelled() {
                 return Eviction::Pending;
             }
-            let since = entry.idle_since_ms.load(Ordering::Acquire);
+            let since = (entry.idle_since_ms.load(Ordering::Acquire), entry.id);
             let slot = if entry.is_idle() {
                 &mut idle
             } else if entry.body_pending.load(Ordering::Acquire) || entry.is_stalled() {
