@@ -55,6 +55,7 @@ pub(crate) use delegate::{
 };
 pub use external::WeakChatSession;
 pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
+#[cfg(feature = "acp")]
 pub(crate) use persist::history_events;
 pub use switch::{SwitchCheck, SwitchableModel};
 pub use turn::{SessionError, TurnHandle, TurnOutcome, UserInput};

@@ -361,6 +361,7 @@ pub(super) fn replay(shared: &Shared, stored: StoredSession) {
 /// A typed answer's `json` is not stored in the history (the row keeps the
 /// text the model wrote, as a provider sees it again), so its rebuilt
 /// `assistant_turn` has none: the text still holds the JSON.
+#[cfg(feature = "acp")]
 pub(crate) fn history_events(rows: &[Message]) -> Vec<Event> {
     rows.iter().flat_map(row_events).collect()
 }
