@@ -145,7 +145,8 @@ struct State {
 }
 
 /// One open session; its chat is replaced when the client picks another
-/// model (a new chat: a conversation never moves to another model).
+/// model (a new chat: a conversation moves to another model only when the
+/// person says so, and ACP's model picker does not ask).
 struct Live {
     inner: Mutex<(AcpSession, SessionSpec)>,
 }
