@@ -300,19 +300,8 @@ impl SessionRegistry {
             .store(store.clone(), id.clone())
             .resumed(stored)
             .build();
-        let how = if carry {
-            // Durable by now: the store holds the chat on its new model.
-            session.events().publish(Event::ModelSwitched {
-                from: from.model.clone(),
-                to: request.model.model.clone(),
-            });
-            OpenedHow::CarriedOver {
-                from: from.model,
-                rows,
-            }
-        } else {
-            OpenedHow::Resumed { rows }
-        };
+        // Durable by now when carried: the store holds the chat on its new model.
+        let how = opened_how(&session, carry, from, &request, rows);
         self.insert(meta, session.clone());
         let opened = Opened { id, session, how };
         Ok((opened, Some(extra)))
@@ -347,18 +336,7 @@ impl SessionRegistry {
             warnings: Vec::new(),
         };
         let session = builder.resumed(stored).build();
-        let how = if carry {
-            session.events().publish(Event::ModelSwitched {
-                from: from.model.clone(),
-                to: request.model.model.clone(),
-            });
-            OpenedHow::CarriedOver {
-                from: from.model,
-                rows: count,
-            }
-        } else {
-            OpenedHow::Resumed { rows: count }
-        };
+        let how = opened_how(&session, carry, from, request, count);
         self.insert(meta, session.clone());
         Opened { id, session, how }
     }
@@ -642,4 +620,26 @@ async fn carry_stored(
         store.rewrite(&id, &stored.rows, &stored.state).await?;
     }
     Ok(())
+}
+
+/// How a rebuilt session was opened: carried over from `from` (said with a
+/// `model_switched` event) or resumed, with `rows` history rows.
+fn opened_how(
+    session: &ChatSession,
+    carry: bool,
+    from: ModelBinding,
+    request: &OpenRequest,
+    rows: usize,
+) -> OpenedHow {
+    if !carry {
+        return OpenedHow::Resumed { rows };
+    }
+    session.events().publish(Event::ModelSwitched {
+        from: from.model.clone(),
+        to: request.model.model.clone(),
+    });
+    OpenedHow::CarriedOver {
+        from: from.model,
+        rows,
+    }
 }
