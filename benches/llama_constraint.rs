@@ -164,6 +164,24 @@ fn constraint(c: &mut Criterion) {
         &short_tokens,
     );
     g.finish();
+
+    // Issue 30: the grammar a local model gets with 300 tools offered, and
+    // with the subset tool search offers (the message's best matches, a few
+    // found, `search_tools`).
+    let mut g = c.benchmark_group("tool_search_grammar_128k_vocab");
+    for n in [300, 12] {
+        let schema = answer_schema(&sample_tools(n, &AnswerCaps::DESIGN), &AnswerCaps::DESIGN);
+        g.bench_function(
+            format!("grammar_construction_and_first_mask_{n}_tools"),
+            |b| {
+                b.iter(|| {
+                    let mut c = compiler.compile(&schema).unwrap();
+                    black_box(c.allowed_tokens().unwrap())
+                });
+            },
+        );
+    }
+    g.finish();
 }
 
 criterion_group! {

@@ -127,6 +127,11 @@ pub enum Event {
         /// chat's replayed turns have none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         json: Option<Value>,
+        /// The person stopped this turn midway: `text` and `reasoning` are
+        /// what had been shown, kept (in the history too, with the stop
+        /// note). A `stopped` event follows.
+        #[serde(default, skip_serializing_if = "is_false")]
+        stopped: bool,
     },
     /// The model asked for a tool call. Followed, for the same `call_id`, by
     /// either `tool_skipped`, or `tool_running` then `tool_done`, possibly
@@ -146,6 +151,14 @@ pub enum Event {
         /// How many items the call is aimed at, when that can be told.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         targets: Option<usize>,
+        /// `client`: the app's front end runs it and answers with
+        /// [`crate::ChatSession::submit_tool_result`] (over HTTP, `POST
+        /// …/tool_results/{call_id}`); absent for a tool run here.
+        #[serde(
+            default,
+            skip_serializing_if = "crate::tools::client::RunsOn::is_server"
+        )]
+        runs_on: crate::tools::client::RunsOn,
     },
     /// The call waits for the person's answer
     /// ([`crate::session::ChatSession::answer_approval`]).
@@ -214,8 +227,10 @@ pub enum Event {
         /// Machine-readable kind.
         kind: ErrorKind,
     },
-    /// The person stopped the turn; text streamed for an unfinished model
-    /// turn is dropped.
+    /// The person stopped the turn. Text streamed for the unfinished model
+    /// turn is kept: an `assistant_turn` with `stopped: true` comes first
+    /// (none when nothing had been shown); a tool call cut off while its
+    /// arguments streamed is dropped.
     Stopped,
     /// The session started or finished working on a message.
     Busy {
@@ -225,6 +240,14 @@ pub enum Event {
         /// sub-agent's result on its own.
         #[serde(default, skip_serializing_if = "is_false")]
         autonomous: bool,
+        /// When it finished (`busy: false`): what the message cost, tokens
+        /// and dollars (see [`lrg_providers::pricing::Spend`]). Absent
+        /// while no model turn of the chat has reported usage.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_total: Option<lrg_providers::pricing::Spend>,
+        /// When it finished: what the chat has cost so far.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat_total: Option<lrg_providers::pricing::Spend>,
     },
     /// Token usage of the last model turn.
     Usage {
@@ -237,6 +260,16 @@ pub enum Event {
         usage: lrg_providers::Usage,
         /// The window the session fits the conversation into.
         context_window: u32,
+        /// What the turn cost (`{"usd": 0.0021, "priced": true}`); a cloud
+        /// model without a known price says `{"usd": null, "priced": false}`.
+        #[serde(default)]
+        cost: lrg_providers::pricing::Cost,
+        /// The message's total so far, this turn included.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_total: Option<lrg_providers::pricing::Spend>,
+        /// The chat's total so far, this turn included.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat_total: Option<lrg_providers::pricing::Spend>,
     },
     /// The permission settings changed.
     Permissions {
@@ -249,7 +282,9 @@ pub enum Event {
         save_error: Option<String>,
     },
     /// The conversation was cut back for a retry: drop everything shown after
-    /// the event numbered `to_seq` (the user message being answered again).
+    /// the event numbered `to_seq` (the user message being answered again;
+    /// for a retry with new text, the event before it, and a `user_message`
+    /// with the new text follows).
     Rewound {
         /// The last event that stays.
         to_seq: u64,
@@ -296,6 +331,33 @@ pub enum Event {
         from: String,
         /// The model it is on now, `provider:model`.
         to: String,
+    },
+    /// Tool search ([`crate::tools::search`]) found tools: offered from the
+    /// next model turn on, for the rest of the message.
+    ToolsFound {
+        /// What the model searched for; `null` for the message itself,
+        /// searched before its first turn.
+        query: Option<String>,
+        /// The tools found, best first.
+        names: Vec<String>,
+    },
+    /// A hook decided something (see [`crate::hooks`]): allowed, denied,
+    /// asked about or rewrote a call, blocked a message, added context or a
+    /// note, or asked for one more turn. A hook that failed decides nothing
+    /// and is a `warning` instead.
+    HookDecision {
+        /// The hook's name (never its command line).
+        hook: String,
+        /// The point it ran at.
+        event: crate::hooks::HookEvent,
+        /// What it decided.
+        decision: crate::hooks::HookDecisionKind,
+        /// Why, as the hook said it (for a denial, what the model reads).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// The call it was about, for the tool events.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
     },
 }
 
@@ -421,6 +483,9 @@ pub enum ErrorKind {
     /// A typed message's answer never matched its schema, repairs included
     /// ([`crate::SessionConfig::typed_repairs`]).
     InvalidAnswer,
+    /// The next model turn would pass a limit of
+    /// [`crate::SessionConfig::budget`] (tokens or dollars).
+    Budget,
 }
 
 impl ErrorKind {
@@ -456,6 +521,8 @@ pub enum SkipReason {
     Blocked,
     /// No tool of that name exists.
     UnknownTool,
+    /// A `pre_tool_use` hook denied it (see [`crate::hooks`]).
+    HookDenied,
 }
 
 impl SkipReason {
@@ -467,6 +534,7 @@ impl SkipReason {
             Self::Stopped => "stopped",
             Self::Blocked => "blocked by a rule",
             Self::UnknownTool => "no such tool",
+            Self::HookDenied => "denied by a hook",
         }
     }
 }

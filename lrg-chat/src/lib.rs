@@ -2,13 +2,17 @@
 
 #[cfg(feature = "acp")]
 pub mod acp;
+mod atomic_file;
 pub mod context;
 pub mod events;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod hooks;
 pub mod http;
 pub mod model_source;
+pub mod otel;
 pub mod permissions;
+pub mod prompt;
 pub mod registry;
 pub mod session;
 pub mod store;
@@ -24,5 +28,6 @@ pub use lrg_providers::typed::{OutputMode, OutputSchema, OutputSchemaError};
 pub use model_source::{FixedModel, ModelSource};
 pub use permissions::{Answer, Mode, PermissionSettings, Permissions, Rule};
 pub use session::{
-    ChatSession, SessionConfig, SessionError, TurnHandle, TurnOutcome, TypedError, UserInput,
+    ChatSession, CostBudget, SessionConfig, SessionError, SpendLimit, TurnHandle, TurnOutcome,
+    TypedError, UserInput,
 };

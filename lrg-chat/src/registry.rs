@@ -16,8 +16,12 @@
 //! - Bounded: a keyed session idle longer than [`RegistryConfig::idle`] is
 //!   evicted to the store ([`SessionRegistry::evict_idle`], or a sweeper
 //!   task); when [`RegistryConfig::max_live`] sessions are live, the
-//!   longest-idle keyed one makes room. Unkeyed sessions are never evicted
-//!   (they cannot be found again), so a registry full of them refuses.
+//!   longest-idle keyed one makes room. A saved session of an owner
+//!   ([`OpenRequest::owner`]) is put away the same way, keyed or not: its
+//!   owner's list finds it again ([`SessionRegistry::owned`],
+//!   [`SessionRegistry::open_stored`]). Other unkeyed sessions are never
+//!   evicted (they cannot be found again), so a registry full of them
+//!   refuses.
 //! - Sessions are built by the registry's factory ([`SessionRegistry::open`])
 //!   or, when building one takes async work (starting tool servers),
 //!   by the caller of [`SessionRegistry::open_with`], which is asked only
@@ -25,6 +29,7 @@
 //!   open).
 
 mod other_model;
+mod owned;
 mod request;
 
 use other_model::opened_how;
@@ -45,6 +50,7 @@ use crate::store::{
 };
 use crate::transcript::Transcript;
 
+pub use owned::OwnedChat;
 pub use request::{
     IDLE, MAX_LIVE, OpenRequest, Opened, OpenedHow, OtherModel, RegistryConfig, RegistryError,
     SessionFactory,
@@ -54,6 +60,17 @@ struct Entry {
     session: ChatSession,
     meta: SessionMeta,
     last_used: Instant,
+    /// Kept in the store (created or resumed there).
+    saved: bool,
+}
+
+impl Entry {
+    /// Whether it may be put away (idle, or to make room): a keyed session
+    /// is found again by its keys, a saved one of an owner by its owner's
+    /// list; any other could never be found again.
+    fn evictable(&self) -> bool {
+        self.meta.keys.is_some() || (self.saved && self.meta.owner.is_some())
+    }
 }
 
 /// Live sessions by id. See the [module docs](self).
@@ -305,7 +322,7 @@ impl SessionRegistry {
             .build();
         // Durable by now when carried: the store holds the chat on its new model.
         let how = opened_how(&session, carry, from, &request, rows);
-        self.insert(meta, session.clone());
+        self.insert(meta, session.clone(), true);
         let opened = Opened { id, session, how };
         Ok((opened, Some(extra)))
     }
@@ -321,9 +338,13 @@ impl SessionRegistry {
         meta.keys = request.keys.clone();
         meta.owner = request.owner.clone();
         let mut unsaved = None;
+        let mut saved = false;
         if let Some(store) = store {
             match store.create(&meta).await {
-                Ok(()) => builder = builder.store(store.clone(), meta.id.clone()),
+                Ok(()) => {
+                    builder = builder.store(store.clone(), meta.id.clone());
+                    saved = true;
+                }
                 Err(e) => unsaved = Some(e),
             }
         }
@@ -338,23 +359,24 @@ impl SessionRegistry {
             });
         }
         let id = meta.id.clone();
-        self.insert(meta, session.clone());
+        self.insert(meta, session.clone(), saved);
         Ok(Opened { id, session, how })
     }
 
-    fn insert(&self, meta: SessionMeta, session: ChatSession) {
+    fn insert(&self, meta: SessionMeta, session: ChatSession, saved: bool) {
         relock(&self.live).insert(
             meta.id.clone(),
             Entry {
                 session,
                 meta,
                 last_used: Instant::now(),
+                saved,
             },
         );
     }
 
-    /// Evict the longest-idle keyed session that is not busy when the
-    /// registry is full.
+    /// Evict the longest-idle session that may be put away
+    /// ([`Entry::evictable`]) and is not busy when the registry is full.
     async fn make_room(&self) -> Result<(), RegistryError> {
         let victim = {
             let live = relock(&self.live);
@@ -362,7 +384,7 @@ impl SessionRegistry {
                 return Ok(());
             }
             live.iter()
-                .filter(|(_, e)| e.meta.keys.is_some() && e.session.is_settled())
+                .filter(|(_, e)| e.evictable() && e.session.is_settled())
                 .min_by_key(|(_, e)| e.last_used)
                 .map(|(id, _)| id.clone())
         };
@@ -455,7 +477,7 @@ impl SessionRegistry {
         let idle: Vec<SessionId> = relock(&self.live)
             .iter()
             .filter(|(_, e)| {
-                e.meta.keys.is_some()
+                e.evictable()
                     && e.session.is_settled()
                     && now.duration_since(e.last_used) >= self.config.idle
             })

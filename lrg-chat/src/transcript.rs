@@ -35,7 +35,7 @@ pub enum ToolOutcome {
     Ok,
     /// It ran and failed, or the session ended while it ran.
     Failed,
-    /// The person (or a rule) did not allow it.
+    /// The person (or a rule, or a hook) did not allow it.
     Denied,
     /// It was not run: a repeat of a call already made, or no such tool.
     Skipped,
@@ -233,6 +233,7 @@ pub fn outcome_of(result: &ToolResult) -> ToolOutcome {
         ToolOutcome::Stopped
     } else if text.starts_with("Not run: the user did not allow")
         || text.starts_with("Not run: the user turned the tool")
+        || text.starts_with(crate::hooks::DENIED_PREFIX)
     {
         ToolOutcome::Denied
     } else if text.starts_with("Not run: you already made this exact call")

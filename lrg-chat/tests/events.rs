@@ -13,6 +13,7 @@ use lrg_chat::events::{
 use lrg_chat::permissions::{ApprovalReason, Mode, PermissionSettings};
 use lrg_chat::tools::ToolClass;
 use lrg_providers::Usage;
+use lrg_providers::pricing::{Cost, Spend};
 use serde_json::json;
 use session_support::*;
 
@@ -287,6 +288,13 @@ async fn many_subscribers_across_threads_see_the_same_sequence() {
 }
 
 /// One of every event, as it goes over the wire: the documented schema.
+/// One turn's usage, costing `cost`, as a total.
+fn spend(cost: Cost) -> Spend {
+    let mut total = Spend::default();
+    total.add(Usage::new(4_100, 50).with_cached_prompt_tokens(4_000), cost);
+    total
+}
+
 #[test]
 fn wire_format_of_every_event() {
     let events = vec![
@@ -314,6 +322,7 @@ fn wire_format_of_every_event() {
             reasoning: "The user wants...".into(),
             text: "I will delete them.".into(),
             json: None,
+            stopped: false,
         },
         Event::ToolCall {
             call_id: "c1".into(),
@@ -322,6 +331,7 @@ fn wire_format_of_every_event() {
             class: ToolClass::Destructive,
             arguments: json!({"ids": [1, 2]}),
             targets: Some(2),
+            runs_on: Default::default(),
         },
         Event::ApprovalNeeded {
             call_id: "c1".into(),
@@ -380,12 +390,26 @@ fn wire_format_of_every_event() {
         Event::Busy {
             busy: true,
             autonomous: false,
+            message_total: None,
+            chat_total: None,
         },
         Event::Usage {
             usage: Usage::new(4_100, 50)
                 .with_cached_prompt_tokens(4_000)
                 .with_reasoning_tokens(20),
             context_window: 8_192,
+            cost: Cost::usd(0.0125),
+            message_total: Some(spend(Cost::usd(0.0125))),
+            chat_total: Some(spend(Cost {
+                usd: Some(0.0125),
+                priced: false,
+            })),
+        },
+        Event::Busy {
+            busy: false,
+            autonomous: false,
+            message_total: Some(spend(Cost::usd(0.0125))),
+            chat_total: Some(spend(Cost::UNPRICED)),
         },
         Event::Permissions {
             settings: PermissionSettings::default(),
@@ -401,6 +425,8 @@ fn wire_format_of_every_event() {
         Event::Busy {
             busy: true,
             autonomous: true,
+            message_total: None,
+            chat_total: None,
         },
         Event::SubtaskStart {
             call_id: "c3".into(),

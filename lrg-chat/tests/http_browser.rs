@@ -9,15 +9,12 @@
 //! `chromium-driver`); skips loudly without them, and fails under `CI`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser_support;
 mod http_support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
 
-use base64::Engine as _;
-use fantoccini::{Client, ClientBuilder, Locator};
+use browser_support::*;
 use futures::future::BoxFuture;
 use http_support::*;
 use lrg_chat::ChatSession;
@@ -27,253 +24,8 @@ use lrg_chat::http::{
     StaticMenu,
 };
 use lrg_chat::session::{SessionConfig, SwitchableModel};
-use lrg_chat::tools::ToolHost;
-use lrg_providers::{
-    ChatModel, Image, ModelLocation, Part, ProviderError, ScriptedModel, ScriptedTurn,
-    ToolAnnotations,
-};
-use schemars::JsonSchema;
-use serde::Deserialize;
+use lrg_providers::{ChatModel, ModelLocation, ProviderError, ScriptedModel, ScriptedTurn};
 use serde_json::{Value, json};
-
-/// A 48×48 PNG in four colours.
-const PICTURE: &str = "iVBORw0KGgoAAAANSUhEUgAAADAAAAAwCAIAAADYYG7QAAAATElEQVR42u3OMQ0AIAwAMITtRgQiUIIcRKBkIrgwsY8mFdCWI0rEyhJNSEhISEhISEhISEjos9A9UaLvWUJISEhISEhISEhISOiz0ANsUcTTRTeWMwAAAABJRU5ErkJggg==";
-
-fn find(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    names.iter().find_map(|name| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
-/// Chromium and chromedriver, or a loud skip (a failure under CI).
-fn browser() -> Option<(PathBuf, PathBuf)> {
-    let chromium = find(&["chromium", "chromium-browser", "google-chrome"]);
-    let driver = find(&["chromedriver"]);
-    match (chromium, driver) {
-        (Some(c), Some(d)) => Some((c, d)),
-        (c, d) => {
-            let why = format!(
-                "the browser test needs chromium and chromedriver on PATH (found chromium: {}, chromedriver: {}); \
-                 on Debian: apt-get install chromium chromium-driver",
-                c.is_some(),
-                d.is_some()
-            );
-            if std::env::var_os("CI").is_some() {
-                panic!("{why}");
-            }
-            eprintln!("SKIPPED: {why}");
-            None
-        }
-    }
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct Ids {
-    /// Photos to delete.
-    ids: Vec<u64>,
-}
-
-/// Opens chats on scripted models by id, with one destructive tool that
-/// returns a picture.
-struct Opener {
-    models: Models,
-}
-
-impl ChatOpener for Opener {
-    fn open(&self, spec: ChatSpec) -> BoxFuture<'_, Result<OpenedChat, OpenError>> {
-        Box::pin(async move {
-            let id = spec.model.clone().unwrap_or_default();
-            let model: Arc<dyn ChatModel> = self
-                .models
-                .lock()
-                .unwrap()
-                .get(&id)
-                .cloned()
-                .ok_or_else(|| OpenError::field("model", format!("unknown model {id}")))?;
-            let info = model.info();
-            let host = Arc::new(ToolHost::new());
-            host.add_fn(
-                "delete_photos",
-                "Delete photos by id; shows what is left.",
-                ToolAnnotations {
-                    title: Some("Delete photos".into()),
-                    ..Default::default()
-                },
-                |a: Ids| async move {
-                    Ok::<_, String>(vec![
-                        Part::text(format!("deleted {} photos; what is left:", a.ids.len())),
-                        Part::Image(Image {
-                            mime: "image/png".into(),
-                            data: base64::engine::general_purpose::STANDARD
-                                .decode(PICTURE)
-                                .unwrap()
-                                .into(),
-                        }),
-                    ])
-                },
-            )
-            .unwrap();
-            // Switchable: the page may carry the conversation over.
-            let source = Arc::new(SwitchableModel::new(model));
-            let builder = ChatSession::builder(source.clone()).tools(host.clone());
-            Ok(OpenedChat::new(builder, info)
-                .with_host(host)
-                .with_source(source))
-        })
-    }
-}
-
-fn slow(text: &str, delay_ms: u64) -> ScriptedTurn {
-    ScriptedTurn {
-        text: Some(text.into()),
-        delay_ms: Some(delay_ms),
-        ..Default::default()
-    }
-}
-
-struct Driver {
-    process: Child,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn start_driver(driver: &Path) -> (Driver, u16) {
-    let port = free_port();
-    let process = Command::new(driver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let driver = Driver { process };
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return (driver, port);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("chromedriver did not listen on port {port}");
-}
-
-struct Page {
-    client: Client,
-    shots: PathBuf,
-    n: usize,
-}
-
-impl Page {
-    async fn js(&self, script: &str) -> Value {
-        self.client.execute(script, vec![]).await.unwrap()
-    }
-
-    /// Wait until `expr` (a JS expression) is truthy.
-    async fn wait(&self, expr: &str, what: &str) {
-        let script = format!("return !!({expr});");
-        for _ in 0..200 {
-            if self.js(&script).await == json!(true) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(75)).await;
-        }
-        let log = self
-            .js("return document.getElementById('log').innerText")
-            .await;
-        panic!("timed out waiting for {what} ({expr}); the page shows: {log}");
-    }
-
-    async fn click(&self, css: &str) {
-        self.client
-            .find(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no {css}: {e}"))
-            .click()
-            .await
-            .unwrap();
-    }
-
-    async fn type_in(&self, text: &str) {
-        self.client
-            .find(Locator::Css("#input"))
-            .await
-            .unwrap()
-            .send_keys(text)
-            .await
-            .unwrap();
-    }
-
-    async fn shot(&mut self, name: &str) -> PathBuf {
-        self.n += 1;
-        let path = self.shots.join(format!("{:02}-{name}.png", self.n));
-        std::fs::write(&path, self.client.screenshot().await.unwrap()).unwrap();
-        println!("screenshot: {}", path.display());
-        path
-    }
-
-    async fn log_text(&self) -> String {
-        self.js("return document.getElementById('log').innerText")
-            .await
-            .as_str()
-            .unwrap()
-            .to_string()
-    }
-}
-
-/// Chromium on its own chromedriver and profile: the driver and profile
-/// live as long as the page.
-async fn launch(chromium: &Path, driver: &Path) -> (Driver, tempfile::TempDir, Page) {
-    let (driver, port) = start_driver(driver).await;
-    let profile = tempfile::tempdir().unwrap();
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1100,900",
-                format!("--user-data-dir={}", profile.path().display()),
-            ]
-        }),
-    );
-    let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{port}"))
-        .await
-        .expect("a WebDriver session");
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/browser-screens");
-    std::fs::create_dir_all(&shots).unwrap();
-    let page = Page {
-        client,
-        shots,
-        n: 0,
-    };
-    (driver, profile, page)
-}
-
-const ENTER: &str = "\u{E007}";
-const SHIFT: &str = "\u{E008}";
-const RELEASE: &str = "\u{E000}";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_whole_chat_in_a_real_browser() {
     let Some((chromium, driver)) = browser() else {
@@ -470,11 +222,30 @@ async fn a_whole_chat_in_a_real_browser() {
     )
     .await;
     page.click("#stop").await;
+    // What was shown stays, marked as stopped (or, when nothing was kept,
+    // the line "Stopped.").
     page.wait(
-        "[...document.querySelectorAll('.notice')].some(n => n.textContent === 'Stopped.')",
+        "document.querySelector('.turn.stopped .stopped-mark') || [...document.querySelectorAll('.notice')].some(n => n.textContent === 'Stopped.')",
         "stopped",
     )
     .await;
+    let kept = page
+        .js("const t = document.querySelector('.turn.stopped .text'); return t ? t.textContent : null")
+        .await;
+    if let Some(kept) = kept.as_str() {
+        assert!(
+            kept.len() > 20
+                && "Once upon a time there was a very long story. "
+                    .repeat(40)
+                    .starts_with(kept),
+            "the partial answer is kept: {kept:?}"
+        );
+        assert_eq!(
+            page.js("return [...document.querySelectorAll('.notice')].filter(n => n.textContent === 'Stopped.').length").await,
+            json!(0),
+            "marked once, on the turn"
+        );
+    }
     page.wait(
         "document.getElementById('stop').disabled && !document.getElementById('send').disabled",
         "idle after stop",
@@ -679,7 +450,7 @@ async fn a_chat_longer_than_its_event_log_is_shown_whole_in_a_real_browser() {
     let answer = |i: usize| format!("Answer {i}: scripted reply number {i}.");
     let model = scripted(
         "first",
-        (1..=7).map(|i| slow(&answer(i), 20)).collect::<Vec<_>>(),
+        (1..=8).map(|i| slow(&answer(i), 20)).collect::<Vec<_>>(),
     );
     let found = models(vec![("script:first", model)]);
 
@@ -820,6 +591,33 @@ async fn a_chat_longer_than_its_event_log_is_shown_whole_in_a_real_browser() {
         "rebuilt from the transcript again"
     );
     page.shot("resync-after-reload").await;
+
+    // 4. Edit the last message of the rebuilt view: the edit replaces it,
+    // once (the rewind reaches back past what the transcript drew).
+    page.wait("!document.getElementById('send').disabled", "idle")
+        .await;
+    page.js("document.querySelector('.user.last .act.edit').click(); return null")
+        .await;
+    let area = page
+        .client
+        .find(fantoccini::Locator::Css(".user.editing .editor textarea"))
+        .await
+        .unwrap();
+    area.clear().await.unwrap();
+    area.send_keys(&format!("message 7, edited{ENTER}"))
+        .await
+        .unwrap();
+    page.wait(
+        &format!("[...document.querySelectorAll('#log .turn:not(.live) .text')].pop().textContent === {:?}", answer(8)),
+        "the answer to the edit",
+    )
+    .await;
+    let mut want: Vec<String> = (1..=6).map(|i| format!("message {i}")).collect();
+    want.push("message 7, edited".into());
+    assert_eq!(page.js(&format!("return {users}")).await, json!(want));
+    let mut want: Vec<String> = (1..=6).map(answer).collect();
+    want.push(answer(8));
+    assert_eq!(page.js(&format!("return {answers}")).await, json!(want));
 
     page.client.close().await.unwrap();
 }

@@ -406,6 +406,8 @@ async fn an_idle_keyed_chat_is_put_away_unless_a_page_watches_it() {
     let (_, v) = h.open_raw(keyed("script:first")).await;
     let chat = Chat::of(&v);
     let unkeyed = h.open(json!({"model": "script:first"})).await;
+    // Kept and its owner's, it would be put away idle too: a page watches it.
+    let _watching = h.events(&unkeyed, 0).await;
     let mut events = h.events(&chat, 0).await;
     say(&h, &chat, &mut events, "echo kept").await;
     tokio::time::sleep(IDLE * 2).await;
@@ -424,7 +426,7 @@ async fn an_idle_keyed_chat_is_put_away_unless_a_page_watches_it() {
     let (s, _) = h.get(&chat, "/transcript").await;
     assert_eq!(s, 403);
     let (s, _) = h.get(&unkeyed, "/transcript").await;
-    assert_eq!(s, 200, "unkeyed chats are never put away");
+    assert_eq!(s, 200, "a watched chat is never put away");
     let (s, v) = h.open_raw(keyed("script:first")).await;
     assert_eq!((s, v["opened"].as_str()), (201, Some("resumed")), "{v}");
     assert_eq!(Chat::of(&v).id, chat.id);
@@ -524,7 +526,7 @@ async fn a_local_only_chat_refuses_a_cloud_model_through_the_routes() {
 }
 
 #[tokio::test]
-async fn a_chat_another_server_holds_is_a_409_and_unkeyed_chats_are_not_stored() {
+async fn a_chat_another_server_holds_is_a_409_and_unkeyed_chats_are_stored_too() {
     let dir = TempDir::new().unwrap();
     let a = server(&dir, script()).await;
     let (s, v) = a.open_raw(keyed("script:first")).await;
@@ -549,16 +551,23 @@ async fn a_chat_another_server_holds_is_a_409_and_unkeyed_chats_are_not_stored()
     );
     assert_eq!(b.server.chat_count(), 0);
 
-    // Unkeyed chats stay in memory: nothing could find them again.
+    // Unkeyed chats are kept too (issue 28 §6): their owner's list finds
+    // them again after a restart.
     let unkeyed = a.open(json!({"model": "script:first"})).await;
     let mut events = a.events(&unkeyed, 0).await;
     say(&a, &unkeyed, &mut events, "hello").await;
-    let files: Vec<String> = std::fs::read_dir(dir.path())
+    let mut files: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".jsonl"))
         .collect();
-    assert_eq!(files, [format!("{}.jsonl", held.id)]);
+    files.sort();
+    let mut expected = vec![
+        format!("{}.jsonl", held.id),
+        format!("{}.jsonl", unkeyed.id),
+    ];
+    expected.sort();
+    assert_eq!(files, expected);
     a.server.shutdown().await;
 }
 

@@ -227,6 +227,7 @@ async fn postgres_passes_the_conformance_suite() {
     rebind_moves_a_chat_to_another_model(&fresh(&server, "lrg_rebind").await).await;
     the_registry_never_loses_a_chat_on_another_model(&fresh(&server, "lrg_reopen").await).await;
     the_lock_and_consent_last_on_resume(&fresh(&server, "lrg_kept_choices").await).await;
+    names_and_first_messages_are_listed(&fresh(&server, "lrg_names").await).await;
     damage_is_refused_and_left_as_it_is(&fresh(&server, "lrg_damage").await).await;
     let bad = PgStore::connect("host=/nonexistent/socket user=x dbname=y").await;
     assert!(bad.is_err());

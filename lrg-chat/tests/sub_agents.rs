@@ -228,7 +228,8 @@ async fn release_and_react(s: &Setup, gate: &str, reaction: &str) {
             e,
             Event::Busy {
                 busy: true,
-                autonomous: true
+                autonomous: true,
+                ..
             }
         )
     })

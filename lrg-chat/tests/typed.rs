@@ -627,6 +627,7 @@ fn an_untyped_assistant_turn_has_no_json_key() {
         reasoning: String::new(),
         text: "hi".into(),
         json: None,
+        stopped: false,
     };
     assert_eq!(
         serde_json::to_string(&event).unwrap(),
@@ -636,6 +637,7 @@ fn an_untyped_assistant_turn_has_no_json_key() {
         reasoning: String::new(),
         text: "{}".into(),
         json: Some(json!({})),
+        stopped: false,
     };
     assert_eq!(
         serde_json::to_string(&typed).unwrap(),

@@ -15,7 +15,7 @@ use lrg_chat::{ChatSession, FixedModel, Permissions};
 use lrg_providers::ModelLocation;
 use lrg_providers::catalog::ModelCatalog;
 
-use crate::cli::{AcpArgs, LimitArgs, ModelArgs};
+use crate::cli::{AcpArgs, ContextArgs, LimitArgs, ModelArgs};
 use crate::exit::{CliError, Exit};
 
 /// Serve ACP on stdio until the client closes stdin.
@@ -33,6 +33,7 @@ pub async fn acp(args: AcpArgs) -> Result<Exit, CliError> {
         own,
         permissions,
         system: args.system,
+        context: args.context,
         max_steps: args.max_steps,
         limits: args.limits,
         store,
@@ -49,6 +50,9 @@ struct Sessions {
     own: McpConfig,
     permissions: Arc<Permissions>,
     system: Option<String>,
+    /// `--no-project-context`, `--skills`, `--memory`: the project is the
+    /// editor session's folder.
+    context: ContextArgs,
     max_steps: Option<u32>,
     limits: LimitArgs,
     store: Option<Arc<dyn SessionStore>>,
@@ -80,9 +84,17 @@ impl Sessions {
             .tools(host.clone())
             .permissions(self.permissions.clone())
             .local_only(self.model.local_only);
-        if let Some(system) = &self.system {
-            builder = builder.system_prompt(system.clone());
+        let cwd = spec.cwd.is_dir().then_some(spec.cwd.as_path());
+        let prompt = crate::prompt::context(&self.context, &self.model, cwd)
+            .map_err(|e| AcpError::Session(e.to_string()))?
+            .builder(self.system.as_deref());
+        if let Err(e) = prompt.add_tools(&host) {
+            eprintln!("lrg acp: warning: {e}");
         }
+        builder = builder.prompt(prompt);
+        let hooks =
+            crate::config_file::hooks_in(cwd).map_err(|e| AcpError::Session(e.to_string()))?;
+        builder = builder.hooks(hooks);
         if let Some(steps) = self.max_steps {
             builder = builder.max_steps(steps as usize);
         }
@@ -128,7 +140,10 @@ fn tools(own: &McpConfig, spec: &SessionSpec) -> McpConfig {
         }
         servers.push((unique, config));
     }
-    McpConfig::new(servers)
+    let mut config = McpConfig::new(servers);
+    // lrg's own servers keep what their entries say of their tools.
+    config.policies = own.policies.clone();
+    config
 }
 
 fn store_error(e: impl std::fmt::Display) -> AcpError {

@@ -72,6 +72,10 @@ fn reason_text(reason: &ApprovalReason, class: Option<ToolClass>) -> String {
         }
         ApprovalReason::Rule => "a rule says ask for this tool".to_string(),
         ApprovalReason::Agent => "the agent asks before running it".to_string(),
+        ApprovalReason::Hook {
+            reason: Some(reason),
+        } => format!("a hook asks: {reason}"),
+        ApprovalReason::Hook { reason: None } => "a hook asks before running it".to_string(),
         ApprovalReason::Bulk { targets, limit } => {
             format!("it is aimed at {targets} items, more than the bulk limit of {limit}")
         }

@@ -1,5 +1,6 @@
 //! `lrg chat`: an interactive chat in the terminal.
 
+use std::collections::VecDeque;
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::Arc;
 
@@ -10,21 +11,45 @@ use tokio::sync::Mutex;
 use crate::approve::Approver;
 use crate::cli::ChatArgs;
 use crate::exit::{CliError, Exit};
-use crate::input::{self, Lines};
+use crate::input::{self, Lines, Message};
+use crate::line_editor::Completions;
 use crate::printer::{Format, Printer, Running, Style};
 use crate::setup::{self, SessionFlags};
 use crate::signals::CtrlC;
 
-const HELP: &str = "\
-Type a message and press Enter. Commands:
-  /retry    answer the last message again
-  /clear    start over with an empty conversation
-  /compact  replace the conversation with a summary (frees context)
-  /models   list the models reachable now (also /model)
-  /model PROVIDER:MODEL  carry the chat over to another model (or start a new one)
-  /help     show this help
-  /quit     leave (or Ctrl-D)
-Ctrl-C stops the model's turn; a second Ctrl-C (or one at the prompt) quits.";
+/// The chat's commands: `/help` lists them, Tab completes them.
+const COMMANDS: &[(&str, &str)] = &[
+    ("/retry", "answer the last message again"),
+    ("/clear", "start over with an empty conversation"),
+    (
+        "/compact",
+        "replace the conversation with a summary (frees context)",
+    ),
+    ("/models", "list the models reachable now (also /model)"),
+    (
+        "/model PROVIDER:MODEL",
+        "carry the chat over to another model (or start a new one)",
+    ),
+    ("/help", "show this help"),
+    ("/quit", "leave (or Ctrl-D)"),
+];
+
+/// What `/help` prints.
+fn help(editor: bool) -> String {
+    let mut text = String::from("Type a message and press Enter. Commands:\n");
+    for (command, what) in COMMANDS {
+        text.push_str(&format!("  {command:<8}  {what}\n"));
+    }
+    if editor {
+        text.push_str(
+            "Alt+Enter (or a trailing \\) starts a new line; Up/Down and Ctrl-R search \
+             earlier messages; Tab completes commands and tool names. What you type while \
+             the model answers is held and sent after its reply.\n",
+        );
+    }
+    text.push_str("Ctrl-C stops the model's turn; a second Ctrl-C (or one at the prompt) quits.");
+    text
+}
 
 /// Chat until the person quits.
 pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
@@ -40,6 +65,7 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
         generation: args.generation.settings(),
         sub_agents: args.sub_agents,
         limits: args.limits,
+        context: &args.context,
     })
     .await?;
     let session = ready.session.clone();
@@ -48,7 +74,22 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
     if ready.info.location == lrg_providers::ModelLocation::Cloud {
         session.consent_to_cloud(&ready.info.provider, false);
     }
-    let lines = Arc::new(Mutex::new(Lines::stdin()));
+    let completions = Completions {
+        commands: COMMANDS
+            .iter()
+            .map(|(c, _)| c.split(' ').next().unwrap_or(c).to_string())
+            .collect(),
+        tools: ready
+            .host
+            .tools()
+            .into_iter()
+            .map(|t| t.spec.name)
+            .collect(),
+        prompts: Vec::new(),
+    };
+    let lines = Arc::new(Mutex::new(Lines::terminal(completions)));
+    let holder = lines.lock().await.holder();
+    let editor = holder.is_some();
     let approver = if args.yes {
         Approver::Everyone
     } else if input::interactive() {
@@ -67,24 +108,56 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
             ready.info.id()
         ))
     );
+    if ready.shown > 0
+        && let Some(recap) = crate::recap::recap(&session.history(), style)
+    {
+        eprint!("{recap}");
+    }
     let mut running = Running::start_after(
         Printer::new(Format::Plain, session.clone(), approver),
         ready.shown,
     );
     let ctrl_c = CtrlC::watch(session.clone(), Exit::Replied);
+    // Messages typed while a reply streamed, sent in turn after it; and the
+    // line left unfinished, to go on with at the prompt.
+    let mut queued: VecDeque<String> = VecDeque::new();
+    let mut initial = String::new();
 
     loop {
-        eprint!("{} ", style.bold(">"));
-        let _ = std::io::stderr().flush();
-        let Some(line) = lines.lock().await.next().await else {
-            eprintln!();
-            break;
+        let line = if let Some(line) = queued.pop_front() {
+            eprintln!("{} {line} {}", style.bold(">"), style.dim("(queued)"));
+            line
+        } else {
+            if !editor {
+                eprint!("{} ", style.bold(">"));
+                let _ = std::io::stderr().flush();
+            }
+            let read = lines
+                .lock()
+                .await
+                .message("> ", &std::mem::take(&mut initial))
+                .await;
+            match read {
+                Message::Line(line) => line,
+                Message::End => {
+                    eprintln!();
+                    break;
+                }
+                // Ctrl-C at the prompt: stop what runs on its own (a
+                // reaction to a sub-agent), else quit.
+                Message::Interrupted if session.is_busy() => {
+                    session.stop_with_sub_agents();
+                    eprintln!("{}", style.dim("stopping"));
+                    continue;
+                }
+                Message::Interrupted => break,
+            }
         };
         let line = line.trim();
         let started: Result<TurnHandle, SessionError> = match line {
             "" => continue,
             "/help" | "/?" => {
-                eprintln!("{HELP}");
+                eprintln!("{}", help(editor));
                 continue;
             }
             "/quit" | "/exit" | "/q" => break,
@@ -121,8 +194,31 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
             }
         };
         ctrl_c.rearm();
+        if let Some(holder) = &holder {
+            holder.hold();
+        }
         let outcome = handle.await;
         running.caught_up(session.events().last_seq()).await;
+        if let Some(holder) = &holder {
+            let held = holder.release().await;
+            if matches!(outcome, TurnOutcome::Stopped) {
+                // Nothing typed is sent unasked after a stop: it waits at
+                // the prompt.
+                let mut back: Vec<String> = queued.drain(..).chain(held.queued).collect();
+                if !back.is_empty() {
+                    eprintln!(
+                        "{}",
+                        style.dim("(what you typed during the turn is back at the prompt)")
+                    );
+                }
+                back.push(held.partial);
+                back.retain(|l| !l.is_empty());
+                initial = back.join("\n");
+            } else {
+                queued.extend(held.queued);
+                initial = held.partial;
+            }
+        }
         if crate::out::stopped() {
             // The printer stopped the turn: nobody reads the replies.
             break;

@@ -16,7 +16,8 @@ Exit codes:
   0  the model replied
   1  a model or tool error ended the run
   2  bad usage or configuration
-  3  stopped (Ctrl-C) or the step limit (--max-steps) ran out";
+  3  stopped (Ctrl-C), the step limit (--max-steps) ran out, or a budget
+     (--max-cost, --max-tokens-total) would have been passed";
 
 /// The "Models" help, from the provider table.
 pub fn model_help() -> String {
@@ -35,6 +36,14 @@ pub fn model_help() -> String {
 #[derive(Debug, Parser)]
 #[command(name = "lrg", version, propagate_version = true, after_help = EXIT_CODES)]
 pub struct Cli {
+    /// lrg's config file (hooks, project doc names)
+    /// [default: $XDG_CONFIG_HOME/lrg/config.toml or the platform's config dir, when it exists]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A prices file (TOML or JSON) over the built-in price table: it overrides and adds prices
+    /// (see `lrg prices --schema`)
+    #[arg(long, global = true, value_name = "FILE", env = "LRG_PRICES")]
+    pub prices: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -81,6 +90,27 @@ pub enum Command {
     /// Run scenario files as a regression suite (tool calls, replies, recordings; JUnit for CI)
     #[command(after_help = TEST_EXIT_CODES)]
     Test(TestArgs),
+    /// Print the system prompt and tools the next model turn would send, section by section
+    ///
+    /// No model is needed: without --model it shows what a model that takes tools natively
+    /// gets. The project instructions (AGENTS.md), skills and memory are read as `lrg run`
+    /// reads them.
+    #[command(after_help = EXIT_CODES)]
+    Prompt(PromptArgs),
+    /// List the price table turns are priced with (dollars per million tokens)
+    #[command(after_help = EXIT_CODES)]
+    Prices(PricesArgs),
+}
+
+/// `lrg prices`.
+#[derive(Debug, Clone, Args)]
+pub struct PricesArgs {
+    /// Print the table as JSON (a prices file)
+    #[arg(long)]
+    pub json: bool,
+    /// Print the JSON Schema of a prices file (--prices FILE, $LRG_PRICES)
+    #[arg(long, conflicts_with = "json")]
+    pub schema: bool,
 }
 
 /// `lrg run`.
@@ -108,6 +138,8 @@ pub struct RunArgs {
     /// The system prompt
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
+    #[command(flatten)]
+    pub context: ContextArgs,
     /// Model turns allowed for the message
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
@@ -148,6 +180,8 @@ pub struct ChatArgs {
     /// The system prompt
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
+    #[command(flatten)]
+    pub context: ContextArgs,
     /// Model turns allowed per message
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
@@ -175,6 +209,8 @@ pub struct AcpArgs {
     /// The system prompt of each session
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
+    #[command(flatten)]
+    pub context: ContextArgs,
     /// Model turns allowed per prompt
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
@@ -307,6 +343,12 @@ pub struct ServeArgs {
     /// The system prompt of each chat
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
+    /// The project whose instructions (AGENTS.md, from DIR up to its repository root) and skills
+    /// (.lrg/skills/) every chat gets [default: none]
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    #[command(flatten)]
+    pub context: SkillMemoryArgs,
     /// Model turns allowed per message
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
@@ -397,4 +439,31 @@ pub struct TestArgs {
     /// Print the JSON Schema of scenario files and exit
     #[arg(long)]
     pub schema: bool,
+}
+
+/// `lrg prompt`.
+#[derive(Debug, Clone, Args)]
+pub struct PromptArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
+    /// The system prompt (the `base` section)
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    #[command(flatten)]
+    pub context: ContextArgs,
+    /// As with sub-agents on (`--sub-agents` of run and chat)
+    #[arg(long)]
+    pub sub_agents: bool,
+    /// As for `lrg run --output-schema FILE`: with the answer schema in words, where the model
+    /// is asked that way
+    #[arg(long, value_name = "FILE", conflicts_with = "sub_agents")]
+    pub output_schema: Option<PathBuf>,
+    /// Print JSON: {"sections": [{"name", "text", "source", "added_by"}], "tools": [{"name",
+    /// "description", "class"}], "model"}
+    #[arg(long)]
+    pub json: bool,
 }

@@ -6,6 +6,7 @@ use std::io::{BufRead as _, IsTerminal as _, Read as _};
 use tokio::sync::mpsc;
 
 use crate::exit::CliError;
+use crate::line_editor;
 use crate::usage;
 
 /// Whether a person can answer questions here: stdin and stderr (where the
@@ -48,9 +49,18 @@ pub async fn prompt(arg: Option<String>) -> Result<String, CliError> {
 /// holds up the runtime; one reader serves both the REPL and approvals, so a
 /// line typed after a question was withdrawn (Ctrl-C) goes to the next
 /// reader instead of being lost in a stale read.
-pub struct Lines {
-    rx: mpsc::Receiver<String>,
+///
+/// On a terminal, `lrg chat` reads through the line editor instead
+/// ([`Lines::terminal`]); piped input is read as plain lines, always.
+pub struct Lines(Source);
+
+enum Source {
+    Piped(mpsc::Receiver<String>),
+    Terminal(line_editor::Terminal),
 }
+
+/// What [`Lines::message`] read.
+pub type Message = line_editor::Read;
 
 impl Lines {
     /// Start reading stdin.
@@ -74,11 +84,48 @@ impl Lines {
                 }
             }
         });
-        Self { rx }
+        Self(Source::Piped(rx))
     }
 
-    /// The next line; `None` at end of input.
+    /// The line editor when stdin is a terminal (and it starts), else
+    /// [`stdin`](Self::stdin)'s plain lines.
+    pub fn terminal(completions: line_editor::Completions) -> Self {
+        if !std::io::stdin().is_terminal() {
+            return Self::stdin();
+        }
+        match line_editor::Terminal::start(completions) {
+            Ok(terminal) => Self(Source::Terminal(terminal)),
+            Err(e) => {
+                eprintln!("lrg: warning: {e}; reading plain lines");
+                Self::stdin()
+            }
+        }
+    }
+
+    /// The next line, as an answer to a question just printed; `None` at
+    /// end of input.
     pub async fn next(&mut self) -> Option<String> {
-        self.rx.recv().await
+        match &mut self.0 {
+            Source::Piped(rx) => rx.recv().await,
+            Source::Terminal(t) => t.answer().await,
+        }
+    }
+
+    /// The next message: at the line editor's `prompt`, its line starting
+    /// as `initial`; piped, the next line (the caller printed the prompt).
+    pub async fn message(&mut self, prompt: &str, initial: &str) -> Message {
+        match &mut self.0 {
+            Source::Piped(rx) => rx.recv().await.map_or(Message::End, Message::Line),
+            Source::Terminal(t) => t.message(prompt, initial).await,
+        }
+    }
+
+    /// What holds the keys typed while a turn runs: the line editor's;
+    /// `None` when piped (lines typed then are simply the next ones).
+    pub fn holder(&self) -> Option<line_editor::Holder> {
+        match &self.0 {
+            Source::Piped(_) => None,
+            Source::Terminal(t) => Some(t.holder()),
+        }
     }
 }

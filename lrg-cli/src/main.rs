@@ -11,20 +11,27 @@ mod acp;
 mod approve;
 mod chat;
 mod cli;
+mod config_file;
 mod demo_server;
 mod engines;
 mod exit;
 mod input;
+mod line_editor;
 mod local;
+mod markdown;
 mod models;
+mod prices;
 mod printer;
+mod prompt;
 mod providers;
+mod recap;
 mod resolve;
 mod run;
 mod serve;
 mod sessions;
 mod setup;
 mod signals;
+mod telemetry;
 mod test;
 mod tools;
 
@@ -37,7 +44,7 @@ use crate::exit::Exit;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(matches!(cli.command, Command::Serve(_)));
+    telemetry::init(matches!(cli.command, Command::Serve(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -48,6 +55,26 @@ fn main() -> ExitCode {
             return Exit::Failed.into();
         }
     };
+    // Read by the commands that run a session; a listing command works
+    // whatever the file says.
+    let runs_sessions = matches!(
+        cli.command,
+        Command::Run(_)
+            | Command::Chat(_)
+            | Command::Serve(_)
+            | Command::Acp(_)
+            | Command::Prompt(_)
+    );
+    if (runs_sessions || cli.config.is_some())
+        && let Err(e) = config_file::load(cli.config.as_deref())
+    {
+        return out::exit_code(Err(e));
+    }
+    if (runs_sessions || matches!(cli.command, Command::Prices(_)))
+        && let Err(e) = prices::load(cli.prices.as_deref())
+    {
+        return out::exit_code(Err(e));
+    }
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run::run(args).await,
@@ -59,28 +86,13 @@ fn main() -> ExitCode {
             Command::DemoServer => demo_server::serve().await,
             Command::Test(args) => test::test(args).await,
             Command::Acp(args) => acp::acp(args).await,
+            Command::Prompt(args) => prompt::prompt(args).await,
+            Command::Prices(args) => prices::prices(args).await,
         }
     });
     // Child MCP servers and blocking stdin readers must not keep us alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // The last spans and metrics, within a second whatever the collector does.
+    telemetry::shutdown();
     out::exit_code(result)
-}
-
-/// Logs go to stderr, so they never mix with a reply or JSON on stdout:
-/// as `RUST_LOG` says, else off — except under `serve`, whose stderr is a
-/// server's log: there warnings and errors (a damaged session file, a model
-/// that could not be loaded, with the detail a remote caller is not told)
-/// are written unless `RUST_LOG` says otherwise.
-fn init_logging(server: bool) {
-    let default = if server {
-        "error,lrg=warn,lrg_chat=warn,lrg_providers=warn,lrg_llama=warn,lrg_mlx=warn"
-    } else {
-        "off"
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }

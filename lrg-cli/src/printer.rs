@@ -156,6 +156,8 @@ struct Human {
     reply_on_stdout: bool,
     /// Whether the open stderr line is the reply's (not reasoning).
     reply_open: bool,
+    /// The reply as styled Markdown, block by block (stdout a terminal).
+    markdown: Option<crate::markdown::Blocks>,
 }
 
 /// Prints events and answers approval questions as they arrive.
@@ -182,6 +184,8 @@ impl Printer {
                 reasoning_open: false,
                 reply_on_stdout: format == Format::Plain,
                 reply_open: false,
+                markdown: (format == Format::Plain && crate::markdown::wanted())
+                    .then(crate::markdown::Blocks::default),
             }),
         };
         Self {
@@ -259,6 +263,9 @@ impl Printer {
 impl Output for Human {
     fn finish_line(&mut self) {
         self.close_reasoning();
+        if let Some(rest) = self.markdown.as_mut().map(crate::markdown::Blocks::finish) {
+            self.print_reply(&rest);
+        }
         if !self.out_at_line_start {
             out::line("");
             self.out_at_line_start = true;
@@ -288,10 +295,11 @@ impl Output for Human {
                 text,
             } => {
                 self.close_reasoning();
-                out::print(text);
-                if !text.is_empty() {
-                    self.out_at_line_start = text.ends_with('\n');
-                }
+                let text = match &mut self.markdown {
+                    Some(blocks) => &blocks.push(text),
+                    None => text,
+                };
+                self.print_reply(text);
             }
             Event::Delta {
                 kind: DeltaKind::Reasoning,
@@ -414,6 +422,55 @@ impl Output for Human {
                 );
             }
             Event::Cleared => eprintln!("{}", err.dim("conversation cleared")),
+            Event::HookDecision {
+                hook,
+                event,
+                decision,
+                reason,
+                call_id,
+            } => {
+                self.finish_line();
+                let about = call_id
+                    .as_deref()
+                    .map(|id| format!(" on {}", calls.tool_name(id)))
+                    .unwrap_or_default();
+                let reason = reason
+                    .as_deref()
+                    .map(|r| format!(": {}", clip(r, 300)))
+                    .unwrap_or_default();
+                let line = format!(
+                    "hook {hook} ({}) {}{about}{reason}",
+                    event.as_str(),
+                    decision.as_str()
+                );
+                let refused = matches!(
+                    decision,
+                    lrg_chat::hooks::HookDecisionKind::Deny
+                        | lrg_chat::hooks::HookDecisionKind::Block
+                );
+                eprintln!(
+                    "{} {}",
+                    err.bold("⚑"),
+                    if refused {
+                        err.red(&line)
+                    } else {
+                        err.dim(&line)
+                    }
+                );
+            }
+            Event::ToolsFound { query, names } => {
+                self.finish_line();
+                let what = match query {
+                    Some(q) => format!("tool search \"{}\"", clip(q, 120)),
+                    None => "tools for this message".to_owned(),
+                };
+                let found = if names.is_empty() {
+                    "nothing found".to_owned()
+                } else {
+                    names.join(", ")
+                };
+                eprintln!("{} {}", err.dim("⌕"), err.dim(&format!("{what}: {found}")));
+            }
             Event::ModelSwitched { from, to } => {
                 self.finish_line();
                 eprintln!(
@@ -439,6 +496,14 @@ impl Output for Human {
 }
 
 impl Human {
+    /// Reply text on stdout.
+    fn print_reply(&mut self, text: &str) {
+        if !text.is_empty() {
+            out::print(text);
+            self.out_at_line_start = text.ends_with('\n');
+        }
+    }
+
     fn close_reasoning(&mut self) {
         if self.reasoning_open {
             eprintln!();

@@ -102,9 +102,10 @@ fn tried(groups: &[ProviderModels]) -> String {
 }
 
 /// Every provider with what it offers now, or why it cannot be used (the
-/// catalog, as `lrg models` lists it).
-pub async fn list_all(args: &ModelArgs) -> Vec<ProviderModels> {
-    let mut groups = ModelCatalog::new(connections(args, None))
+/// catalog, as `lrg models` lists it), `--base-url` going to `provider` as
+/// [`connections`] says.
+pub async fn list_all(args: &ModelArgs, provider: Option<Provider>) -> Vec<ProviderModels> {
+    let mut groups = ModelCatalog::new(connections(args, provider))
         .list()
         .await
         .as_ref()

@@ -18,6 +18,7 @@ use crate::usage;
 pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
     // A schema that cannot be used is bad usage, said before any model is
     // contacted (or the prompt read).
+    let started = std::time::Instant::now();
     let schema = args.output_schema.as_deref().map(read_schema).transpose()?;
     let from_stdin = !matches!(args.prompt.as_deref(), Some(p) if p != "-");
     let prompt = input::prompt(args.prompt.clone()).await?;
@@ -33,6 +34,7 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
         generation: args.generation.settings(),
         sub_agents: args.sub_agents,
         limits: args.limits,
+        context: &args.context,
     })
     .await?;
     let session = ready.session.clone();
@@ -76,7 +78,26 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
     running.finish(&session).await;
     drop(ctrl_c);
     ready.host.shutdown().await;
+    // On stderr, so stdout stays the reply's (or the events'): with --json
+    // too. Not when stdout's reader left: the run was cut short, quietly.
+    if !crate::out::stopped() {
+        eprintln!(
+            "{}",
+            crate::prices::summary_line(&session.run_spend(), started.elapsed())
+        );
+    }
 
+    let name = outcome_name(&outcome);
+    let result = ended(&args, &ready, outcome);
+    if args.json {
+        let exit = result.as_ref().map_or_else(|e| e.exit, |exit| *exit);
+        outcome_line(name, exit);
+    }
+    result
+}
+
+/// How the message ended, as `run` returns it.
+fn ended(args: &RunArgs, ready: &setup::Ready, outcome: TurnOutcome) -> Result<Exit, CliError> {
     match outcome {
         TurnOutcome::Completed { text, json } => {
             // A typed answer is its JSON, on one line: on stdout (unless
@@ -114,10 +135,42 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
     }
 }
 
+/// The outcome's name on the last `--json` line.
+fn outcome_name(outcome: &TurnOutcome) -> &'static str {
+    match outcome {
+        TurnOutcome::Completed { .. } => "completed",
+        TurnOutcome::Invalid { .. } => "invalid_answer",
+        TurnOutcome::Failed { .. } => "error",
+        TurnOutcome::Stopped => "stopped",
+        TurnOutcome::StepsExhausted => "gave_up",
+        TurnOutcome::OverBudget { .. } => "over_budget",
+        TurnOutcome::Blocked { .. } => "blocked",
+        _ => "ended",
+    }
+}
+
+/// The last line of `--json`: how the run ended and the exit code that
+/// says so, e.g. `{"type":"outcome","outcome":"completed","exit_code":0}`.
+fn outcome_line(outcome: &str, exit: Exit) {
+    // A struct, not a map, so `type` comes first as in every event line.
+    #[derive(serde::Serialize)]
+    struct Outcome<'a> {
+        r#type: &'static str,
+        outcome: &'a str,
+        exit_code: u8,
+    }
+    let line = Outcome {
+        r#type: "outcome",
+        outcome,
+        exit_code: exit as u8,
+    };
+    crate::out::line(serde_json::to_string(&line).unwrap_or_default());
+}
+
 /// The answer schema in `path`: a usage error naming the file and the
 /// problem when it cannot be read, is not JSON, or is not a JSON Schema
 /// that can be used.
-fn read_schema(path: &Path) -> Result<OutputSchema, CliError> {
+pub(crate) fn read_schema(path: &Path) -> Result<OutputSchema, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| usage!("--output-schema {}: cannot read it: {e}", path.display()))?;
     let value: serde_json::Value = serde_json::from_str(&text)

@@ -8,11 +8,17 @@
 //! printed. Ctrl-C ends every chat cleanly: streams close, running tools
 //! finish and their results are recorded, tool servers stop.
 //!
-//! Chats opened over the API with `client_key` and `context_key` are kept in
-//! the store (`--store DIR|postgres://…`, `LRG_STORE`, else the data
-//! directory, as for `run`/`chat --session`) and resumed by their keys, by
-//! this server or the next one; idle ones are put away there after 30
-//! minutes without a page watching.
+//! Every chat is kept in the store (`--store DIR|postgres://…`,
+//! `LRG_STORE`, else the data directory, as for `run`/`chat --session`):
+//! the page's, the API's, keyed or not. Keyed ones are resumed by their
+//! keys, by this server or the next one; every one is listed and opened
+//! again through its owner (the printed URL carries the default owner's
+//! token: `#session=…&token=…&owner=default&owner_token=…`). Idle ones are
+//! put away there after 30 minutes without a page watching.
+//!
+//! Permissions are bound to the settings file `lrg chat` uses, so an
+//! "always" answer on the page is saved and holds in the terminal too
+//! (unless permission flags change them for this run, as there).
 //!
 //! What each token may do is in the README's Security section: the agent
 //! token opens chats (with tools and a model, but a model that runs a
@@ -30,8 +36,8 @@ use lrg_chat::http::{
     ChatServer, ChatSpec, HttpConfig, MenuEntry, MenuGroup, ModelMenu, ServeOptions, StandardOpener,
 };
 use lrg_chat::session::SessionConfig;
-use lrg_chat::store::{JsonlStore, SessionStore};
-use lrg_providers::{ModelLocation, ProviderError};
+use lrg_chat::store::{DEFAULT_OWNER, JsonlStore, SessionStore};
+use lrg_providers::{ModelLocation, ModelRef, Provider, ProviderError};
 use tokio::sync::Mutex;
 
 use crate::cli::{ModelArgs, ServeArgs};
@@ -51,11 +57,13 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         Some(m) if !m.is_empty() => m.to_string(),
         _ => crate::providers::default_model(&args.model).await?,
     };
-    let settings = crate::setup::permission_settings(&args.permissions)?;
+    // Bound to the settings file `lrg chat` uses, and shared by every chat
+    // that names no permissions of its own: "always allow" on the page is
+    // saved, as it is in the terminal.
+    let permissions = crate::setup::permissions(&args.permissions)?;
     let servers = crate::tools::servers(&args.tools)?;
     let mut defaults = ChatSpec::new()
-        .model(model)
-        .permissions(settings)
+        .model(model.clone())
         .local_only(args.model.local_only);
     if !servers.servers.is_empty() {
         defaults = defaults.mcp_servers(servers);
@@ -102,10 +110,19 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     if let Some(steps) = args.max_steps {
         session_config.max_steps = steps as usize;
     }
+    // Served chats read no project unless --project names one.
+    let prompt_context =
+        crate::prompt::serve_context(args.project.as_ref(), &args.context, &args.model)?;
+    let served = provider_of(&model);
     let opener = StandardOpener::new(move |id: &str| {
         let model_args = ModelArgs {
             model: Some(id.to_string()),
-            base_url: model_args.base_url.clone(),
+            // --base-url is the served model's server: another provider of
+            // the menu is reached at its own address.
+            base_url: model_args
+                .base_url
+                .clone()
+                .filter(|_| provider_of(id) == served),
             tool_format: model_args.tool_format,
             local_only: model_args.local_only,
             mmproj: model_args.mmproj.clone(),
@@ -117,9 +134,13 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
                 .map_err(|message| ProviderError::Config { message })
         })
     })
-    .session_config(session_config);
+    .session_config(session_config)
+    .permissions(permissions)
+    .prompt_context(prompt_context)
+    .hooks(crate::config_file::hooks()?);
     let menu = CliMenu {
         args: args.model.clone(),
+        served,
         cache: Mutex::new(None),
     };
     let server = ChatServer::new(config, Arc::new(opener), Arc::new(menu));
@@ -129,7 +150,15 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         .open_chat(ChatSpec::new())
         .await
         .map_err(|e| usage!("cannot open the first chat: {e}"))?;
-    let url = format!("{origin}{}", first.page_url);
+    // The default owner's token rides along, so the page lists, opens and
+    // starts this owner's chats.
+    let owner_token = server
+        .owner_token(DEFAULT_OWNER)
+        .map_err(|e| CliError::failed(anyhow::anyhow!("cannot mint the owner token: {e}")))?;
+    let url = format!(
+        "{origin}{}&owner={DEFAULT_OWNER}&owner_token={owner_token}",
+        first.page_url
+    );
     if let Some(path) = &token_file {
         eprintln!(
             "lrg: agent token (to open chats over the API) is in {}",
@@ -188,9 +217,9 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
 /// How often idle keyed chats are looked for.
 const SWEEP: Duration = Duration::from_secs(60);
 
-/// The store of keyed chats: the one `--store` (or `LRG_STORE`) names, else
-/// the data directory; none (keys then resume only live chats) when there is
-/// no data directory either.
+/// The store of chats: the one `--store` (or `LRG_STORE`) names, else the
+/// data directory; none (chats then last only while the server runs) when
+/// there is no data directory either.
 async fn store(args: &ServeArgs) -> Result<Option<Arc<dyn SessionStore>>, CliError> {
     let given = args
         .store
@@ -200,7 +229,7 @@ async fn store(args: &ServeArgs) -> Result<Option<Arc<dyn SessionStore>>, CliErr
     if !given && JsonlStore::default_dir().is_none() {
         eprintln!(
             "lrg: no place to keep chats (set --store DIR, LRG_STORE, XDG_DATA_HOME or HOME): \
-             keyed chats last only while this server runs"
+             chats last only while this server runs"
         );
         return Ok(None);
     }
@@ -309,7 +338,14 @@ fn open_browser(url: &str) {
 /// asks every provider over the network).
 struct CliMenu {
     args: ModelArgs,
+    /// The served model's provider: the one `--base-url` points at.
+    served: Option<Provider>,
     cache: Mutex<Option<(Instant, Vec<MenuGroup>)>>,
+}
+
+/// The provider of model id `id`, when it names one.
+fn provider_of(id: &str) -> Option<Provider> {
+    id.trim().parse::<ModelRef>().ok().map(|r| r.provider)
 }
 
 const MENU_TTL: Duration = Duration::from_secs(60);
@@ -323,10 +359,13 @@ impl ModelMenu for CliMenu {
             {
                 return groups.clone();
             }
-            let args = self.args.clone();
-            let listing =
-                on_blocking_thread(move || async move { crate::providers::list_all(&args).await })
-                    .await;
+            let (args, served) = (self.args.clone(), self.served);
+            // --base-url only where the served model is: given to every
+            // server provider, each would list the same server again.
+            let listing = on_blocking_thread(move || async move {
+                crate::providers::list_all(&args, served).await
+            })
+            .await;
             let mut entries = Vec::new();
             let local_only = self.args.local_only;
             for p in listing.unwrap_or_default() {
@@ -354,6 +393,8 @@ impl ModelMenu for CliMenu {
                     )),
                 }
             }
+            // What can be used first; the page folds the rest away.
+            entries.sort_by_key(|e| !e.available);
             let groups = MenuGroup::group(entries);
             *cache = Some((Instant::now(), groups.clone()));
             groups

@@ -396,8 +396,17 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
     // All of it: the store keeps the whole conversation, and so does its
     // reader here (the HTTP API's transcript is the bounded one).
     let transcript = Transcript::whole(&stored.rows);
+    let total = kept_total(&stored.state);
     if json {
-        out::line(serde_json::to_string_pretty(&transcript).unwrap_or_default());
+        // The transcript's fields, then the chat's totals beside them.
+        let mut value = serde_json::to_value(&transcript).unwrap_or_default();
+        if let Some(object) = value.as_object_mut() {
+            object.insert(
+                "total".into(),
+                serde_json::to_value(total).unwrap_or_default(),
+            );
+        }
+        out::line(serde_json::to_string_pretty(&value).unwrap_or_default());
         return Ok(Exit::Replied);
     }
     if transcript.truncated {
@@ -432,7 +441,21 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
             _ => {}
         }
     }
+    // Only when a turn reported usage: a model that reports none has no
+    // total worth a line.
+    if stored.state.usage != lrg_providers::Usage::default() {
+        out::line(format_args!("total: {}", crate::prices::summary_of(&total)));
+    }
     Ok(Exit::Replied)
+}
+
+/// What a kept chat has cost: its tokens and, when the store kept it, its
+/// cost (a chat kept before costs were has an unknown one).
+fn kept_total(state: &lrg_chat::store::SessionState) -> lrg_providers::pricing::Spend {
+    let mut total = lrg_providers::pricing::Spend::default();
+    let cost = state.cost.unwrap_or(lrg_providers::pricing::Cost::UNPRICED);
+    total.add(state.usage, cost);
+    total
 }
 
 async fn rm(store: &dyn SessionStore, key: &str) -> Result<Exit, CliError> {

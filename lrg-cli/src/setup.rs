@@ -11,7 +11,9 @@ use lrg_chat::{ChatSession, Permissions};
 use lrg_providers::record::ReplayModel;
 use lrg_providers::{GenerationSettings, ModelInfo};
 
-use crate::cli::{LimitArgs, ModeArg, ModelArgs, PermissionArgs, SessionArgs, ToolArgs};
+use crate::cli::{
+    ContextArgs, LimitArgs, ModeArg, ModelArgs, PermissionArgs, SessionArgs, ToolArgs,
+};
 use crate::exit::CliError;
 use crate::usage;
 
@@ -40,6 +42,8 @@ pub struct SessionFlags<'a> {
     pub sub_agents: bool,
     /// `--max-answer` and `--turn-deadline`.
     pub limits: LimitArgs,
+    /// `--no-project-context`, `--skills`, `--memory`.
+    pub context: &'a ContextArgs,
 }
 
 /// A session ready to take messages.
@@ -73,7 +77,7 @@ pub fn permissions_path(args: &PermissionArgs) -> Option<PathBuf> {
 }
 
 /// `$XDG_CONFIG_HOME`, else the platform's per-user config directory.
-fn config_dir() -> Option<PathBuf> {
+pub(crate) fn config_dir() -> Option<PathBuf> {
     let env = |k: &str| {
         std::env::var_os(k)
             .map(PathBuf::from)
@@ -164,6 +168,13 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     }
     let resolved = crate::resolve::resolve(&model_args, flags.record.map(PathBuf::as_path)).await?;
     let host = crate::tools::host(flags.tools, flags.strict_tools).await?;
+    // AGENTS.md, skills and memory, rebuilt at every turn; `--system` first.
+    let prompt =
+        Arc::new(crate::prompt::context(flags.context, flags.model, None)?.builder(flags.system));
+    if let Err(e) = prompt.add_tools(&host) {
+        host.shutdown().await;
+        return Err(usage!("{e}"));
+    }
     let info = resolved.model.info();
     // Said once, before anything is sent: where this conversation goes.
     if let Some(host) = &info.sends_to {
@@ -171,12 +182,12 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
     }
     let source = Arc::new(SwitchableModel::new(resolved.model));
     let tools = host.clone();
-    let system = flags.system.map(str::to_string);
     let max_steps = flags.max_steps;
     let local_only = flags.model.local_only;
     let generation = flags.generation;
     let sub_agents = flags.sub_agents;
     let config = flags.limits.apply(SessionConfig::default());
+    let hooks = crate::config_file::hooks()?;
     let model_source = source.clone();
     let builder = move || {
         // The limits first: the setters below override their own parts of it.
@@ -186,10 +197,9 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
             .permissions(permissions.clone())
             // Checked again in the loop, at every turn.
             .local_only(local_only)
-            .generation(generation.clone());
-        if let Some(system) = &system {
-            builder = builder.system_prompt(system.clone());
-        }
+            .generation(generation.clone())
+            .prompt(prompt.clone())
+            .hooks(hooks.iter().cloned());
         if let Some(steps) = max_steps {
             builder = builder.max_steps(steps as usize);
         }

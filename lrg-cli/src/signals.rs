@@ -24,10 +24,15 @@ impl CtrlC {
             while tokio::signal::ctrl_c().await.is_ok() {
                 if !session.is_busy() {
                     eprintln!();
+                    crate::line_editor::restore_terminal();
+                    crate::telemetry::shutdown();
                     std::process::exit(idle_exit as i32);
                 }
                 if flag.swap(true, Ordering::SeqCst) {
                     eprintln!("\nlrg: exiting");
+                    // The chat's terminal may be holding keys (no echo).
+                    crate::line_editor::restore_terminal();
+                    crate::telemetry::shutdown();
                     std::process::exit(Exit::Stopped as i32);
                 }
                 // Sub-agents too: Ctrl-C means stop everything.

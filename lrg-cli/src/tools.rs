@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use lrg_chat::permissions::{Decision, decide};
+use lrg_chat::permissions::{Decision, decide_configured};
+use lrg_chat::tools::Tools as _;
 use lrg_chat::tools::{
     McpConfig, McpServerConfig, StdioServerConfig, ToolHost, ToolInfo, ToolSource,
 };
@@ -166,10 +167,18 @@ pub async fn tools(args: ToolsArgs) -> Result<Exit, CliError> {
     let host = host(&args.tools, false).await?;
     let failures = host.failures();
     let tools = host.tools();
-    let rows: Vec<Value> = tools
+    let mut rows: Vec<Value> = tools
         .iter()
         .map(|t| {
-            let permission = match decide(&settings, &t.spec.name, t.class, false, None) {
+            let configured = host.policy(&t.spec.name).rule;
+            let permission = match decide_configured(
+                &settings,
+                &t.spec.name,
+                t.class,
+                false,
+                None,
+                configured,
+            ) {
                 Decision::Allow => "allow",
                 Decision::Ask(_) => "ask",
                 Decision::Block => "block",
@@ -177,12 +186,14 @@ pub async fn tools(args: ToolsArgs) -> Result<Exit, CliError> {
             let server = match &t.source {
                 ToolSource::Mcp { server, .. } => server.clone(),
                 ToolSource::Rust => "rust".to_string(),
+                ToolSource::Client => "client".to_string(),
             };
             let mut row = json!({
                 "name": t.spec.name,
                 "server": server,
                 "class": t.class,
                 "permission": permission,
+                "because": because(&settings, &t.spec.name, configured.is_some()),
                 "description": t.spec.description,
             });
             if let Some(target) = args.schema {
@@ -192,6 +203,17 @@ pub async fn tools(args: ToolsArgs) -> Result<Exit, CliError> {
             canonical(row)
         })
         .collect();
+    // Listed, never offered: the server's own config denies them.
+    for (server, tool) in host.held_back() {
+        rows.push(canonical(json!({
+            "name": tool,
+            "server": server,
+            "class": null,
+            "permission": "denied",
+            "because": "server config",
+            "description": "(denied by the server's config: never offered)",
+        })));
+    }
     if args.json {
         let failures: Vec<Value> = failures
             .iter()
@@ -223,6 +245,23 @@ pub async fn tools(args: ToolsArgs) -> Result<Exit, CliError> {
     })
 }
 
+/// Where a tool's permission comes from: the person's rule, the server's
+/// config (`trust`, `autoApprove`), or the mode applied to the class the
+/// tool's annotations give it.
+fn because(settings: &lrg_chat::PermissionSettings, name: &str, configured: bool) -> String {
+    if settings.rules.contains_key(name) {
+        "rule".to_owned()
+    } else if configured {
+        "server config".to_owned()
+    } else {
+        let mode = serde_json::to_value(settings.mode)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        format!("mode {mode} + annotations")
+    }
+}
+
 fn print_table(rows: &[Value], with_schema: bool) {
     let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
     let width = |k: &str| {
@@ -232,25 +271,27 @@ fn print_table(rows: &[Value], with_schema: bool) {
             .unwrap_or(0)
             .max(k.len())
     };
-    let (wn, ws, wc, wp) = (
+    let (wn, ws, wc, wp, wb) = (
         width("name"),
         width("server"),
         width("class"),
         width("permission"),
+        width("because"),
     );
     out::line(format_args!(
-        "{:wn$}  {:ws$}  {:wc$}  {:wp$}  description",
-        "name", "server", "class", "permission"
+        "{:wn$}  {:ws$}  {:wc$}  {:wp$}  {:wb$}  description",
+        "name", "server", "class", "permission", "because"
     ));
     for r in rows {
         let desc = s(r, "description");
         let desc = desc.lines().next().unwrap_or_default();
         out::line(format_args!(
-            "{:wn$}  {:ws$}  {:wc$}  {:wp$}  {}",
+            "{:wn$}  {:ws$}  {:wc$}  {:wp$}  {:wb$}  {}",
             s(r, "name"),
             s(r, "server"),
             s(r, "class"),
             s(r, "permission"),
+            s(r, "because"),
             crate::printer::clip(desc, 80)
         ));
         if with_schema {

@@ -588,3 +588,62 @@ async fn the_clients_mcp_servers_are_the_sessions_tools() {
         seen.updates
     );
 }
+
+/// A `pre_tool_use` hook of lrg's config file stops a call under `lrg acp`
+/// too, whatever the mode: the editor is never asked, the model is told.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_config_hook_denies_delete_under_acp() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = Env::new();
+    env.file(
+        "guard.sh",
+        "#!/bin/sh\ncat >/dev/null\necho '{\"decision\":\"deny\",\"reason\":\"deleting needs a ticket\"}'\n",
+    );
+    std::fs::set_permissions(env.path("guard.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(env.path("config/lrg")).unwrap();
+    env.file(
+        "config/lrg/config.toml",
+        &format!(
+            "[[hooks.pre_tool_use]]\nmatcher = \"delete_*\"\ncommand = \"{}\"\n",
+            env.path("guard.sh").display()
+        ),
+    );
+    env.file(
+        "s.json",
+        r#"[{"calls": [{"name": "delete_notes", "arguments": {"ids": [1]}}]},
+            {"text": "I did not delete it."}]"#,
+    );
+    let seen = Shared::default();
+    let demo = demo_server();
+    let stop = converse(
+        &env,
+        &[
+            "--model",
+            "script:s.json",
+            "--mcp",
+            &demo,
+            "--mode",
+            "auto_all",
+        ],
+        seen.clone(),
+        async |cx| {
+            let session = new_session(&cx).await;
+            let response = cx
+                .send_request(prompt(&session, "delete note 1"))
+                .block_task()
+                .await?;
+            Ok(response.stop_reason)
+        },
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let seen = seen.lock().unwrap();
+    assert!(
+        seen.asked.is_empty(),
+        "the editor was asked: {:?}",
+        seen.asked
+    );
+    let updates = seen.updates.join("\n");
+    assert!(updates.contains("deleting needs a ticket"), "{updates}");
+}

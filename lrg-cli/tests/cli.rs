@@ -97,7 +97,13 @@ fn json_run_prints_the_session_events() {
         "what notes?",
     ]));
     assert_eq!(r.code, 0, "{r:?}");
-    assert_eq!(r.stderr, "", "nothing but JSON, and on stdout");
+    // Nothing but JSON, and on stdout; stderr has the cost summary alone.
+    assert_eq!(r.stderr.lines().count(), 1, "{r:?}");
+    assert!(
+        r.stderr
+            .starts_with("lrg: 110 tokens (100 in; 10 out), $0.0000, "),
+        "{r:?}"
+    );
     for line in r.stdout.lines() {
         serde_json::from_str::<serde_json::Value>(line).expect(line);
     }

@@ -153,7 +153,12 @@ fn json_events_carry_the_json_on_the_last_assistant_turn() {
         "hi",
     ]));
     assert_eq!(r.code, 0, "{r:?}");
-    assert_eq!(r.stderr, "", "{r:?}");
+    // The cost summary alone.
+    assert_eq!(r.stderr.lines().count(), 1, "{r:?}");
+    assert!(
+        r.stderr.starts_with("lrg: ") && r.stderr.contains(" tokens ("),
+        "{r:?}"
+    );
     let events: Vec<Value> = r
         .stdout
         .lines()

@@ -306,3 +306,244 @@ async fn a_served_chat_on_an_acp_agent_streams_its_tool_calls() {
     }
     assert_eq!(interrupt_and_wait(&mut child), 0);
 }
+
+/// The fragment of a printed page URL, as name → value.
+fn fragment(url: &str) -> std::collections::HashMap<String, String> {
+    let (_, fragment) = url.split_once('#').unwrap();
+    fragment
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+async fn owner_chats(client: &reqwest::Client, origin: &str, token: &str) -> Vec<Value> {
+    let r = client
+        .get(format!("{origin}/v1/owners/default/chats"))
+        .bearer_auth(token)
+        .header("origin", origin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    v["chats"].as_array().unwrap().clone()
+}
+
+/// Issue 28 §2 and §6: the printed URL carries the default owner and its
+/// token, which lists the page's chat; that chat (unkeyed) is kept in the
+/// data directory's store and listed by the next server; and "always" on
+/// the page is saved to the permissions file `lrg chat` uses.
+#[tokio::test]
+async fn the_page_url_carries_an_owner_token_and_every_chat_outlives_the_server() {
+    let env = Env::new();
+    env.file("turns.json", SCRIPT);
+    let data = env.path("data");
+    let config = env.path("config");
+    let vars = [
+        ("LRG_AGENT_TOKEN", "agent-secret-for-the-serve-tests-0123"),
+        ("XDG_DATA_HOME", data.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", config.to_str().unwrap()),
+    ];
+    lrg_providers::transport::ensure_tls_provider();
+    let client = reqwest::Client::new();
+
+    let mut child = serve(&env, &[], &vars);
+    let url = first_line(&mut child);
+    let params = fragment(&url);
+    assert_eq!(params["owner"], "default", "{url}");
+    let owner_token = &params["owner_token"];
+    assert_eq!(owner_token.len(), 43, "{url}");
+    let origin = url.split("/v1/ui/chat").next().unwrap().to_string();
+    let session = &params["session"];
+    let chat = format!("{origin}/v1/chat/sessions/{session}");
+    say_hi(&client, &chat, &params["token"], &origin).await;
+    let chats = owner_chats(&client, &origin, owner_token).await;
+    assert_eq!(chats.len(), 1, "{chats:?}");
+    assert_eq!(
+        (&chats[0]["session"], &chats[0]["title"], &chats[0]["live"]),
+        (&json!(session), &json!("hi"), &json!(true))
+    );
+    // The owner token works the chat's routes too.
+    let t = transcript(&client, &chat, owner_token).await;
+    assert_eq!(t["rows"].as_array().unwrap().len(), 2, "{t}");
+
+    // "Always allow" writes the rule to the settings file, as `lrg chat` does.
+    let r = client
+        .put(format!("{chat}/permissions"))
+        .bearer_auth(&params["token"])
+        .header("origin", &origin)
+        .json(&json!({"rules": {"echo": "allow"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["saved"], true, "{v}");
+    let saved = std::fs::read_to_string(config.join("lrg").join("permissions.json")).unwrap();
+    assert!(saved.contains("\"echo\""), "{saved}");
+    assert_eq!(interrupt_and_wait(&mut child), 0);
+    assert!(
+        data.join("lrg")
+            .join("sessions")
+            .join(format!("{session}.jsonl"))
+            .exists(),
+        "the unkeyed chat was kept in the data directory"
+    );
+
+    // The next server lists it under the default owner, with its title.
+    let mut child = serve(&env, &[], &vars);
+    let url = first_line(&mut child);
+    let params = fragment(&url);
+    let origin = url.split("/v1/ui/chat").next().unwrap().to_string();
+    let chats = owner_chats(&client, &origin, &params["owner_token"]).await;
+    let old = chats
+        .iter()
+        .find(|c| c["session"] == json!(session))
+        .unwrap_or_else(|| panic!("the old chat is listed: {chats:?}"));
+    assert_eq!((&old["title"], &old["live"]), (&json!("hi"), &json!(false)));
+    let r = client
+        .get(format!(
+            "{origin}/v1/chat/sessions/{}/permissions",
+            params["session"]
+        ))
+        .bearer_auth(&params["token"])
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["rules"]["echo"], "allow", "the rule holds: {v}");
+    assert_eq!(interrupt_and_wait(&mut child), 0);
+}
+
+/// Issue 28 §6: `--base-url` is the served `server:` model's address only:
+/// LM Studio and Ollama are not probed there (no model listed twice, no
+/// "HTTP 404" entry), the menu lists what is available first, and the
+/// meter's window (the `usage` event's) is the one the menu and `lrg
+/// models` show for a server that reports none.
+#[tokio::test(flavor = "multi_thread")]
+async fn base_url_is_the_served_servers_alone_and_available_models_come_first() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let fake = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/models"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"data": [{"id": "m", "object": "model"}]})),
+        )
+        .mount(&fake)
+        .await;
+    let chunk = json!({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi."},
+                     "finish_reason": "stop"}]});
+    let usage = json!({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            format!("data: {chunk}\n\ndata: {usage}\n\ndata: [DONE]\n\n"),
+            "text/event-stream",
+        ))
+        .mount(&fake)
+        .await;
+    let env = Env::new();
+    let base = format!("{}/v1", fake.uri());
+    let mut child = serve_on(
+        &env,
+        "server:m",
+        &["--base-url", &base],
+        &[("LRG_AGENT_TOKEN", "agent-secret-for-the-serve-tests-0123")],
+    );
+    let url = first_line(&mut child);
+    let params = fragment(&url);
+    let origin = url.split("/v1/ui/chat").next().unwrap().to_string();
+    lrg_providers::transport::ensure_tls_provider();
+    let r = reqwest::Client::new()
+        .get(format!(
+            "{origin}/v1/chat/sessions/{}/models",
+            params["session"]
+        ))
+        .bearer_auth(&params["token"])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    let groups = v["groups"].as_array().unwrap();
+    let entries: Vec<&Value> = groups
+        .iter()
+        .flat_map(|g| g["models"].as_array().unwrap())
+        .collect();
+    let listing_m: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["model"] == "m")
+        .map(|e| &e["provider"])
+        .collect();
+    assert_eq!(listing_m, [&json!("server")], "{v:#}");
+    assert!(
+        !entries
+            .iter()
+            .any(|e| e["reason"].as_str().is_some_and(|r| r.contains("404"))),
+        "{v:#}"
+    );
+    let available: Vec<bool> = groups
+        .iter()
+        .map(|g| {
+            g["models"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["available"] == true)
+        })
+        .collect();
+    let first_unavailable = available.iter().position(|a| !a).unwrap_or(available.len());
+    assert!(
+        available[first_unavailable..].iter().all(|a| !a),
+        "available groups first: {v:#}"
+    );
+
+    // One window: the usage event's is the menu's (the catalog's).
+    let window = entries
+        .iter()
+        .find(|e| e["id"] == "server:m")
+        .map(|e| e["context_window"].clone())
+        .unwrap();
+    assert_eq!(window, 32_768, "{v:#}");
+    let client = reqwest::Client::new();
+    let chat = format!("{origin}/v1/chat/sessions/{}", params["session"]);
+    let mut stream = client
+        .get(format!("{chat}/events?after=0"))
+        .bearer_auth(&params["token"])
+        .send()
+        .await
+        .unwrap()
+        .bytes_stream();
+    let r = client
+        .post(format!("{chat}/messages"))
+        .bearer_auth(&params["token"])
+        .json(&json!({"text": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let mut seen = String::new();
+    let event = tokio::time::timeout(Duration::from_secs(30), async {
+        use futures::StreamExt as _;
+        loop {
+            let chunk = stream.next().await.expect("the stream ended").unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if let Some(line) = seen
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .find(|l| l.contains("\"type\":\"usage\""))
+            {
+                return serde_json::from_str::<Value>(line.trim()).unwrap();
+            }
+        }
+    })
+    .await
+    .expect("no usage event");
+    assert_eq!(event["context_window"], window, "{event}");
+    assert_eq!(interrupt_and_wait(&mut child), 0);
+}

@@ -1,5 +1,5 @@
 //! [`GenerationSettings`]: how a model samples its answer — temperature,
-//! answer budget, nucleus cut-off, seed and stop sequences.
+//! answer budget, nucleus and top-k cut-offs, seed and stop sequences.
 //!
 //! Settings layer: a request's own settings win, then the session's defaults
 //! ([`GenerationSettings::or`]), then the adapter's (its config and its
@@ -35,6 +35,12 @@ pub struct GenerationSettings {
     /// to this, 0 to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f32>,
+    /// Top-k sampling: keep only the `k` likeliest tokens. Sent where the
+    /// API takes it (Anthropic, Gemini, Ollama, most OpenAI-compatible
+    /// servers; not OpenAI's own API, see
+    /// [`Dialect::top_k`](crate::openai::Dialect::top_k)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
     /// Sampling seed, for repeatable answers where the provider honours one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u32>,
@@ -85,6 +91,12 @@ impl GenerationSettings {
         self
     }
 
+    /// Top-k sampling at `top_k`.
+    pub fn top_k(mut self, top_k: u32) -> Self {
+        self.top_k = Some(top_k);
+        self
+    }
+
     /// Sample with this seed.
     pub fn seed(mut self, seed: u32) -> Self {
         self.seed = Some(seed);
@@ -110,6 +122,7 @@ impl GenerationSettings {
             temperature: self.temperature.or(fallback.temperature),
             max_tokens: self.max_tokens.or(fallback.max_tokens),
             top_p: self.top_p.or(fallback.top_p),
+            top_k: self.top_k.or(fallback.top_k),
             seed: self.seed.or(fallback.seed),
             stop: if self.stop.is_empty() {
                 fallback.stop.clone()
@@ -120,11 +133,12 @@ impl GenerationSettings {
     }
 
     /// Each setting's name and whether it is set, for logging what an API drops.
-    pub(crate) fn which_set(&self) -> [(&'static str, bool); 5] {
+    pub(crate) fn which_set(&self) -> [(&'static str, bool); 6] {
         [
             ("temperature", self.temperature.is_some()),
             ("max_tokens", self.max_tokens.is_some()),
             ("top_p", self.top_p.is_some()),
+            ("top_k", self.top_k.is_some()),
             ("seed", self.seed.is_some()),
             ("stop", !self.stop.is_empty()),
         ]
@@ -191,8 +205,13 @@ mod tests {
             .temperature(0.2)
             .seed(7)
             .stop(["END"]);
-        let request = GenerationSettings::new().temperature(0.9).max_tokens(10);
+        let request = GenerationSettings::new()
+            .temperature(0.9)
+            .max_tokens(10)
+            .top_k(40);
         let merged = request.or(&session);
+        assert_eq!(merged.top_k, Some(40));
+        assert_eq!(GenerationSettings::new().or(&merged).top_k, Some(40));
         assert_eq!(merged.temperature, Some(0.9));
         assert_eq!(merged.max_tokens, Some(10));
         assert_eq!(merged.seed, Some(7));

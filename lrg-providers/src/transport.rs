@@ -174,6 +174,9 @@ impl HttpTransport {
             // from then on, the idle timeout between chunks.
             let mut silence = Silence::new(first_byte);
             let mut begun = false;
+            // Read while the stream is polled, inside the caller's span (the
+            // model turn's), so a traced server joins the same trace.
+            let request = crate::traceparent::inject(request);
             let response = tokio::select! {
                 biased;
                 _ = &mut cancelled => {
@@ -294,6 +297,7 @@ impl HttpTransport {
         request: reqwest::RequestBuilder,
         key: Option<&ApiKey>,
     ) -> Result<serde_json::Value, ProviderError> {
+        let request = crate::traceparent::inject(request);
         let response = tokio::time::timeout(self.config.idle_timeout, request.send())
             .await
             .map_err(|_| ProviderError::transient("no answer from the server in time"))?

@@ -21,6 +21,7 @@ fn all_settings() -> GenerationSettings {
         .temperature(0.4)
         .max_tokens(321)
         .top_p(0.9)
+        .top_k(40)
         .seed(42)
         .stop(["END", "STOP", "HALT", "QUIT", "DONE", "OVER"])
 }
@@ -82,6 +83,34 @@ fn servers_get_max_tokens_and_every_stop_sequence() {
         );
     }
     insta::assert_json_snapshot!("lmstudio_settings", openai(Dialect::LMSTUDIO, "qwen3-8b"));
+}
+
+#[test]
+fn top_k_goes_to_the_servers_that_take_it_and_never_to_openai() {
+    for dialect in [
+        Dialect::VLLM,
+        Dialect::LLAMA_CPP,
+        Dialect::LMSTUDIO,
+        Dialect::GENERIC,
+        Dialect::OPENROUTER,
+        Dialect::TOGETHER,
+    ] {
+        let body = openai(dialect, "qwen3-8b");
+        assert_eq!(body["top_k"], 40, "{}", dialect.name);
+    }
+    for (dialect, model) in [
+        (Dialect::OPENAI, "gpt-4.1"),
+        (Dialect::OPENAI, "o4-mini"),
+        (Dialect::OLLAMA_V1, "qwen3:8b"),
+        (Dialect::MISTRAL, "mistral-large-latest"),
+        (Dialect::GROQ, "llama-3.3-70b-versatile"),
+        (Dialect::DEEPSEEK, "deepseek-chat"),
+    ] {
+        let body = openai(dialect, model);
+        assert!(body.get("top_k").is_none(), "{}: {body}", dialect.name);
+    }
+    let body = responses(ResponsesHost::OPENAI, "gpt-4.1");
+    assert!(body.get("top_k").is_none(), "{body}");
 }
 
 #[test]
@@ -160,7 +189,7 @@ fn settings_an_api_lacks_are_dropped_with_a_debug_line() {
     tracing::subscriber::set_global_default(logs.subscriber()).unwrap();
     responses(ResponsesHost::OPENAI, "gpt-4.1");
     let text = logs.text();
-    for setting in ["seed", "stop"] {
+    for setting in ["seed", "top_k", "stop"] {
         assert!(
             text.lines().any(|l| l.contains("DEBUG")
                 && l.contains("dropped")

@@ -156,11 +156,12 @@ fn markers(format: ToolFormat) -> &'static [&'static str] {
     match format {
         ToolFormat::Hermes | ToolFormat::Qwen3Coder => &["<tool_call>", "<function="],
         ToolFormat::Mistral => &["[TOOL_CALLS]"],
-        ToolFormat::Llama3 => &["<|python_tag|>"],
+        ToolFormat::Llama3 => &["<|python_tag|>", "<function="],
         ToolFormat::Harmony => &["<|channel|>", "<|message|>", "<|call|>"],
         ToolFormat::Granite => &["<|tool_call|>", "<function_call>"],
         ToolFormat::DeepSeek => &["<｜tool▁calls▁begin｜>"],
         ToolFormat::Pythonic => &["<|python_start|>"],
+        ToolFormat::Gemma => &["```tool_code"],
         _ => &[],
     }
 }
@@ -333,9 +334,13 @@ mod through_the_adapter {
                 is_error: false,
             })],
         });
-        let turn = common::turn(&model(&server, "gemma3:12b", ToolMode::Auto), req)
-            .await
-            .unwrap();
+        // (Gemma under `auto` writes `tool_code` blocks: tests/text_tools_formats.rs.)
+        let turn = common::turn(
+            &model(&server, "gemma3:12b", ToolMode::Text(ToolFormat::Pythonic)),
+            req,
+        )
+        .await
+        .unwrap();
         assert_eq!(turn.tool_calls()[0].arguments, json!({"city": "Oslo"}));
         assert_ne!(turn.tool_calls()[0].id, "call_1");
         let body = &common::bodies(&server).await[0];

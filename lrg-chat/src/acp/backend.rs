@@ -516,6 +516,7 @@ impl Shown {
                 class: class_of(kind),
                 arguments: input.unwrap_or_else(|| Value::Object(Default::default())),
                 targets: None,
+                runs_on: Default::default(),
             });
         }
     }

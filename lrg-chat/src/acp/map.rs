@@ -186,7 +186,10 @@ pub(crate) fn stop_reason(outcome: &TurnOutcome) -> Result<StopReason, String> {
         )),
         TurnOutcome::Stopped => Ok(StopReason::Cancelled),
         TurnOutcome::StepsExhausted => Ok(StopReason::MaxTurnRequests),
+        TurnOutcome::OverBudget { reason } => Err(reason.clone()),
         TurnOutcome::Failed { error } => Err(error.to_string()),
+        // The hook's reason went out as a `hook_decision`, shown as a message.
+        TurnOutcome::Blocked { .. } => Ok(StopReason::Refusal),
     }
 }
 
@@ -208,6 +211,9 @@ pub(crate) struct Updates {
     /// Text was streamed as deltas for the current model turn, so its
     /// `assistant_turn` repeats it and is not sent again.
     streamed: bool,
+    /// Why a hook denied a call, by call id, for the update that says it
+    /// did not run.
+    hook_denials: HashMap<String, String>,
 }
 
 impl Updates {
@@ -290,6 +296,9 @@ impl Updates {
                 if let Some(note) = note {
                     why.push_str(&format!(" ({note})"));
                 }
+                if let Some(reason) = self.hook_denials.remove(call_id) {
+                    why.push_str(&format!(": {reason}"));
+                }
                 let fields = ToolCallUpdateFields::new()
                     .status(ToolCallStatus::Failed)
                     .content(vec![ContentBlock::from(why).into()]);
@@ -312,6 +321,7 @@ impl Updates {
             Event::Usage {
                 usage,
                 context_window,
+                ..
             } => vec![SessionUpdate::UsageUpdate(UsageUpdate::new(
                 u64::from(usage.prompt_tokens) + u64::from(usage.completion_tokens),
                 u64::from(*context_window),
@@ -319,6 +329,29 @@ impl Updates {
             Event::Stopped => {
                 self.streamed = false;
                 Vec::new()
+            }
+            Event::HookDecision {
+                call_id: Some(call_id),
+                decision: crate::hooks::HookDecisionKind::Deny,
+                reason,
+                ..
+            } => {
+                if let Some(reason) = reason {
+                    self.hook_denials.insert(call_id.clone(), reason.clone());
+                }
+                Vec::new()
+            }
+            // A blocked message gets no answer: the editor shows why.
+            Event::HookDecision {
+                hook,
+                decision: crate::hooks::HookDecisionKind::Block,
+                reason,
+                ..
+            } => {
+                let why = reason.as_deref().unwrap_or("no reason given");
+                vec![SessionUpdate::AgentMessageChunk(chunk(&format!(
+                    "A hook ({hook}) blocked this message: {why}"
+                )))]
             }
             _ => Vec::new(),
         }
@@ -412,6 +445,7 @@ mod tests {
             reasoning: String::new(),
             text: "Hello".into(),
             json: None,
+            stopped: false,
         };
         assert!(u.map(&turn, false).is_empty());
         // A turn that was not streamed (a replay) is sent whole.
@@ -423,6 +457,7 @@ mod tests {
             class: ToolClass::Destructive,
             arguments: json!({"ids": [1]}),
             targets: Some(1),
+            runs_on: Default::default(),
         };
         let [SessionUpdate::ToolCall(announced)] = &u.map(&call, false)[..] else {
             panic!("not a tool call");

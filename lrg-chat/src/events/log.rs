@@ -307,6 +307,7 @@ fn approx_bytes(event: &Event) -> usize {
                 reasoning,
                 text,
                 json,
+                ..
             } => reasoning.len() + text.len() + json.as_ref().map_or(0, value_bytes),
             Event::ToolCall {
                 call_id,
@@ -530,6 +531,7 @@ mod tests {
             reasoning: String::new(),
             text: "x".repeat(bytes),
             json: None,
+            stopped: false,
         }
     }
 

@@ -33,7 +33,10 @@
 //!   ending it. It may switch only to an available model of its menu, by
 //!   its exact id, and carries the agent's tools over; it can never name
 //!   tools, a program, a path or an address.
-//! - There are no owner tokens yet.
+//! - An **owner token** (minted by the agent token: `POST
+//!   /v1/owners/{owner}/tokens`) lists, starts, opens, names and deletes
+//!   the chats of one owner, and works every chat route of each of them as
+//!   its chat token does; never another owner's. See [Owners](#owners).
 //!
 //! When a model that names a program or a path cannot be loaded, a request
 //! gets one fixed 400 (the same for a missing, unreadable or malformed
@@ -45,10 +48,10 @@
 //!
 //! | route | token | what |
 //! | --- | --- | --- |
-//! | `POST /v1/chat/sessions` | agent | `{model?, mcpServers?, permissions?, system?, local_only?, client_key?, context_key?, replace?, carry_over?}` → `201 {session, chat_token, page_url, opened}` (`200` when the keys name a live chat); `409 {error, stored_model}` (kind `other_model`) when the keys name a chat on another model and neither `replace` nor `carry_over` is set |
-//! | `POST /v1/chat/sessions/{id}/messages` | chat | `{text, images?: [{mime, data}], output_schema?}` → `202 {last_seq, saved?}` once the message is kept (see below); 409 while busy. With `output_schema` (a JSON Schema object) the message is typed ([`ChatSession::send_output`](crate::session::ChatSession::send_output)): its final `assistant_turn` carries the validated `json`; a schema that cannot be used is a 400 naming the problem, before anything is recorded |
+//! | `POST /v1/chat/sessions` | agent | `{model?, mcpServers?, permissions?, system?, local_only?, client_key?, context_key?, replace?, carry_over?, owner?}` → `201 {session, chat_token, page_url, opened}` (`200` when the keys name a live chat); `409 {error, stored_model}` (kind `other_model`) when the keys name a chat on another model and neither `replace` nor `carry_over` is set |
+//! | `POST /v1/chat/sessions/{id}/messages` | chat (or its owner's) | `{text, images?: [{mime, data}], output_schema?}` → `202 {last_seq, saved?}` once the message is kept (see below); 409 while busy. With `output_schema` (a JSON Schema object) the message is typed ([`ChatSession::send_output`](crate::session::ChatSession::send_output)): its final `assistant_turn` carries the validated `json`; a schema that cannot be used is a 400 naming the problem, before anything is recorded |
 //! | `POST /v1/chat/sessions/{id}/stop` | chat | stop the running message |
-//! | `POST /v1/chat/sessions/{id}/retry` | chat | answer the last message again → `202 {last_seq, saved?}` once the rewind is kept |
+//! | `POST /v1/chat/sessions/{id}/retry` | chat | `{text?}`: answer the last message again, with `text` in place of its text when given (an edit; 400 when empty) → `202 {last_seq, saved?}` once the rewind is kept |
 //! | `POST /v1/chat/sessions/{id}/clear` | chat | empty the conversation → `200 {last_seq, saved?}` once the emptied chat is kept and `cleared` published |
 //! | `POST /v1/chat/sessions/{id}/compact` | chat | summarize the conversation → `202 {last_seq, saved?}`; `compacted` follows once the summary is kept |
 //! | `POST /v1/chat/sessions/{id}/approvals/{call_id}` | chat | `{answer: "once"\|"chat"\|"always"\|"deny", note?}` |
@@ -60,6 +63,12 @@
 //! | `GET /v1/chat/sessions/{id}/transcript` | chat | the conversation as rendered ([`crate::transcript::Transcript`]); headers `lrg-last-seq` (follow the events from there after a `resync`) and `lrg-first-kept-seq` (the oldest event the log keeps) |
 //! | `GET /v1/chat/sessions/{id}/images/{call_id}/{n}` | chat | image `n` (from 0) a tool returned |
 //! | `DELETE /v1/chat/sessions/{id}` | chat | end the chat and delete its stored copy |
+//! | `POST /v1/owners/{owner}/tokens` | agent | → `201 {token, owner}`: a new owner token |
+//! | `GET /v1/owners/{owner}/chats` | owner, or agent | → `200 {owner, chats: [{session, title, name, model, created_at, updated_at, running, live, archived}]}`, newest first |
+//! | `POST /v1/owners/{owner}/chats` | owner, or agent | an open's body less `mcpServers` and keys (a model: the default or an available one of the menu) → `201 {session, chat_token, model}` |
+//! | `POST /v1/owners/{owner}/chats/{session}/open` | owner, or agent | → `200 {session, chat_token, model}`: resumed from the store when not live |
+//! | `PATCH /v1/owners/{owner}/chats/{session}` | owner, or agent | `{name}` (at most 200 characters; empty clears it) → `200` its list entry |
+//! | `DELETE /v1/owners/{owner}/chats/{session}` | owner, or agent | → `204`: ended when live, deleted from the store |
 //! | `GET /v1/ui/chat` | none (the `Host` rule holds) | the page |
 //!
 //! An acknowledgement (`202`, a clear's `200`) is given only once what it
@@ -102,20 +111,40 @@
 //!
 //! With keys and no `model`, the chat resumes on its own model.
 //!
-//! Unkeyed chats are kept in memory only: nothing could find them again.
-//! A keyed chat idle longer than [`HttpConfig::idle`] (with no page
-//! watching) is put away to the store by [`ChatServer::evict_idle`]: its
-//! token stops working and opening it again by its keys resumes it. When
-//! [`Limits::chats`] are open, the longest-idle keyed chat is put away to
-//! make room. `DELETE` deletes the stored copy under the store's lock, after
+//! Every chat is kept in the store, keyed or not, and belongs to an owner
+//! (see [Owners](#owners)), whose list finds it again after a restart. A
+//! chat idle longer than [`HttpConfig::idle`] (with no page watching) is
+//! put away to the store by [`ChatServer::evict_idle`]: its token stops
+//! working, and opening it again (by its keys, or through its owner)
+//! resumes it. When [`Limits::chats`] are open, the longest-idle one is put
+//! away to make room. Without a store, chats are kept in memory only. `DELETE` deletes the stored copy under the store's lock, after
 //! the chat has stopped, so no late write brings it back: nothing else
 //! deletes a stored chat. Switching models (`POST …/model`) opens a new
 //! chat under the same keys and keeps the old one (archived when keyed, and
 //! live: its token goes on working), or, with `carry_over: true`, moves
 //! this chat's conversation to the model in place.
 
+//!
+//! # Owners
+//!
+//! A chat belongs to an *owner*, a name of 1–64 characters of
+//! `[A-Za-z0-9._-]` (a bad one is a 400 naming what is wrong): the `owner`
+//! of `POST /v1/chat/sessions`, else [`DEFAULT_OWNER`](crate::store::DEFAULT_OWNER).
+//! It is kept with the chat in the store. An owner token (256 random bits,
+//! compared in constant time, kept in this process's memory only, as chat
+//! tokens are) is minted by the agent token, or by the app
+//! ([`ChatServer::owner_token`]: `lrg serve` prints the default owner's in
+//! the page URL, `#session=…&token=…&owner=default&owner_token=…`). Each
+//! owner holds at most 64 at once; minting more forgets the oldest. A
+//! list's `title` is the chat's name, else its first user message clipped
+//! to 80 characters, else "New chat"; `running` says a message is being
+//! answered now, `live` that it is in memory; times are RFC 3339 UTC. A
+//! wrong token, another owner's chat and an unknown one all get the one
+//! 403.
+
 mod auth;
 mod body;
+mod client_tools;
 mod conn;
 mod consent;
 mod error;
@@ -125,7 +154,10 @@ mod menu;
 mod model_rule;
 mod open;
 mod opener;
+mod owner_auth;
+mod owners;
 mod page;
+mod prompt_route;
 mod routes;
 mod sessions;
 mod sse;
@@ -302,8 +334,9 @@ impl HttpConfig {
         self
     }
 
-    /// Keep keyed chats in `store`, so they survive a restart and are
-    /// resumed by their keys (default: in memory only).
+    /// Keep every chat in `store`, so it survives a restart: resumed by its
+    /// keys, or listed and opened through its owner (default: in memory
+    /// only).
     pub fn store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
         self
@@ -411,6 +444,7 @@ pub(crate) struct AppState {
     menu: Arc<dyn ModelMenu>,
     chats: Chats,
     registry: SessionRegistry,
+    owner_tokens: owner_auth::OwnerTokens,
 }
 
 /// The chats of one server and the router that serves them. Cheap to clone.
@@ -448,6 +482,7 @@ impl ChatServer {
                 menu,
                 chats: Chats::default(),
                 registry,
+                owner_tokens: owner_auth::OwnerTokens::default(),
             }),
         }
     }
@@ -491,6 +526,10 @@ impl ChatServer {
             )
             .route("/v1/chat/sessions/{id}/models", chat(get(routes::models)))
             .route(
+                "/v1/chat/sessions/{id}/tool_results/{call_id}",
+                chat(post(client_tools::post_tool_result)),
+            )
+            .route(
                 "/v1/chat/sessions/{id}/consent",
                 chat(post(consent::post_consent)),
             )
@@ -500,12 +539,29 @@ impl ChatServer {
             )
             .route("/v1/chat/sessions/{id}/events", chat(get(routes::events)))
             .route(
+                "/v1/chat/sessions/{id}/prompt",
+                chat(get(prompt_route::get_prompt)),
+            )
+            .route(
                 "/v1/chat/sessions/{id}/transcript",
                 chat(get(routes::transcript)),
             )
             .route(
                 "/v1/chat/sessions/{id}/images/{call_id}/{n}",
                 chat(get(routes::image)),
+            )
+            .route("/v1/owners/{owner}/tokens", chat(post(owners::mint)))
+            .route(
+                "/v1/owners/{owner}/chats",
+                chat(get(owners::list).post(owners::create)),
+            )
+            .route(
+                "/v1/owners/{owner}/chats/{session}",
+                chat(axum::routing::patch(owners::rename).delete(owners::delete)),
+            )
+            .route(
+                "/v1/owners/{owner}/chats/{session}/open",
+                chat(post(owners::open)),
             )
             .route("/v1/ui/chat", chat(get(page::page)))
             .fallback(routes::not_found)
@@ -528,6 +584,15 @@ impl ChatServer {
                 open::Caller::App,
             )
             .await
+    }
+
+    /// A new token of `owner` (see [Owners](self#owners)), as `POST
+    /// /v1/owners/{owner}/tokens` mints with the agent token: `lrg serve`
+    /// mints the default owner's and prints it in the page URL. A bad
+    /// owner name is the 400 naming what is wrong.
+    pub fn owner_token(&self, owner: &str) -> Result<String, ApiError> {
+        owner_auth::check_owner("owner", owner)?;
+        Ok(self.state.owner_tokens.mint(owner))
     }
 
     /// How many chats are open.
@@ -555,14 +620,27 @@ impl ChatServer {
     }
 
     /// End every chat: streams close, running messages stop, a running tool
-    /// finishes and its result is recorded, then tool servers stop. Keyed
-    /// chats stay in the store (and its locks are given back), to be
-    /// resumed by the next server.
+    /// finishes and its result is recorded, then tool servers stop. Chats
+    /// stay in the store (and its locks are given back), to be resumed by
+    /// the next server, but for an unkeyed one nobody wrote in or named:
+    /// there is nothing to come back to, and a list would fill with them
+    /// (`lrg serve` opens one on every start).
     pub async fn shutdown(&self) {
         let chats = self.state.chats.drain();
         futures::future::join_all(chats.iter().map(|c| c.end())).await;
         for chat in &chats {
-            self.state.registry.release(&chat.id).await;
+            let unnamed = self
+                .state
+                .registry
+                .live_meta(&chat.id)
+                .is_some_and(|m| m.name.is_none());
+            if chat.keys.is_none() && unnamed && chat.session.history().is_empty() {
+                if let Err(e) = self.state.registry.end(&chat.id).await {
+                    tracing::warn!("an empty chat was left in the store: {e}");
+                }
+            } else {
+                self.state.registry.release(&chat.id).await;
+            }
         }
     }
 }

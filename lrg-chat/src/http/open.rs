@@ -15,7 +15,7 @@ use super::{AppState, ChatLink, OpenedAs, model_rule};
 use crate::events::Event;
 use crate::registry::{OpenRequest, Opened, OpenedHow, OtherModel, RegistryError};
 use crate::session::{ChatSessionBuilder, SwitchableModel};
-use crate::store::{ModelBinding, SessionKeys, StoreError};
+use crate::store::{ModelBinding, SessionId, SessionKeys, StoreError};
 use crate::tools::ToolHost;
 
 /// Who asks for a chat: the app itself, whose own errors keep their detail
@@ -124,12 +124,15 @@ fn opened_as(how: &OpenedHow) -> OpenedAs {
     }
 }
 
-fn request(model: &str, keys: Option<&SessionKeys>, other: OtherModel) -> OpenRequest {
-    let binding = ModelBinding::new(model);
-    match keys {
+/// What the registry is asked for. Every chat is kept in the store, keyed
+/// or not: its owner's list finds it again after a restart.
+fn request(spec: &ChatSpec, keys: Option<&SessionKeys>, other: OtherModel) -> OpenRequest {
+    let binding = ModelBinding::new(spec.model_id().unwrap_or_default());
+    let request = match keys {
         Some(keys) => OpenRequest::keyed(keys.clone(), binding).on_other_model(other),
-        None => OpenRequest::new(binding).unsaved(),
-    }
+        None => OpenRequest::new(binding),
+    };
+    request.owner(spec.owner_or_default())
 }
 
 impl AppState {
@@ -174,7 +177,7 @@ impl AppState {
         };
         let result = self
             .registry
-            .open_with(request(&model, keys.as_ref(), other), build)
+            .open_with(request(&spec, keys.as_ref(), other), build)
             .await;
         match result {
             Ok((opened, prepared)) => self.admit(opened, prepared, spec, keys),
@@ -191,9 +194,12 @@ impl AppState {
     /// stays live and kept, archived when keyed (its keys go to the new
     /// chat), so nothing of it is lost.
     pub(crate) async fn switch(&self, old: &LiveChat, model: String) -> Result<ChatLink, ApiError> {
+        // Permissions bound to a file are the app's shared ones (the
+        // opener gives them again); others are copied as they are now.
+        let permissions = old.session.permissions();
         let spec = ChatSpec {
             model: Some(model.clone()),
-            permissions: Some(old.session.permissions().settings()),
+            permissions: permissions.path().is_none().then(|| permissions.settings()),
             local_only: Some(old.session.local_only()),
             ..old.spec.clone()
         };
@@ -214,7 +220,7 @@ impl AppState {
         let build = move |_: &ModelBinding| std::future::ready(Ok(ready));
         let (opened, prepared) = self
             .registry
-            .open_with(request(&model, keys.as_ref(), OtherModel::Refuse), build)
+            .open_with(request(&spec, keys.as_ref(), OtherModel::Refuse), build)
             .await
             .map_err(|e| registry_error(e, Caller::Remote))?;
         self.admit(opened, prepared, spec, keys)
@@ -247,6 +253,56 @@ impl AppState {
             .map_err(|e| registry_error(e, Caller::Remote))?;
         chat.set_model(info);
         Ok(())
+    }
+
+    /// Open chat `id` of `owner` by its id: the live chat (with its
+    /// token), or the stored one resumed on the model it is bound to, with
+    /// a new chat token. Another owner's chat and an unknown one are the
+    /// uniform 403.
+    pub(crate) async fn open_owned(
+        &self,
+        id: &SessionId,
+        owner: &str,
+    ) -> Result<ChatLink, ApiError> {
+        let mut refused = None;
+        let mut used = None;
+        let (slot, spec_slot, opener, defaults) =
+            (&mut refused, &mut used, &self.opener, &self.config.defaults);
+        let build = move |binding: &ModelBinding| {
+            let model = binding.model.clone();
+            let spec = ChatSpec::new()
+                .model(model.clone())
+                .owner(owner)
+                .or(defaults);
+            *spec_slot = Some(spec.clone());
+            async move {
+                match opener.open(spec).await {
+                    Ok(chat) => Ok(split(chat)),
+                    Err(e) => {
+                        let reason = e.to_string();
+                        *slot = Some((model.clone(), e));
+                        Err(RegistryError::Model { model, reason })
+                    }
+                }
+            }
+        };
+        let result = self.registry.open_stored(id, owner, build).await;
+        let (opened, prepared) = match result {
+            Ok(done) => done,
+            Err(RegistryError::NotFound(_)) => return Err(ApiError::forbidden()),
+            Err(e) => {
+                return Err(match refused {
+                    Some((model, refused)) => model_rule::open_error_for(&model, refused),
+                    None => registry_error(e, Caller::Remote),
+                });
+            }
+        };
+        let keys = self
+            .registry
+            .live_meta(&opened.id)
+            .and_then(|m| m.live_keys().cloned());
+        let spec = used.unwrap_or_else(|| ChatSpec::new().owner(owner).or(&self.config.defaults));
+        self.admit(opened, prepared, spec, keys)
     }
 
     /// Take what the registry opened into the table of live chats.

@@ -32,6 +32,11 @@ pub struct ChatSpec {
     /// Refuse models that send the conversation to a cloud (the session's
     /// "local only" lock).
     pub local_only: Option<bool>,
+    /// Who the chat belongs to (see [`crate::http`]'s owners); `None`:
+    /// [`crate::store::DEFAULT_OWNER`].
+    pub owner: Option<String>,
+    /// Tools the client runs itself (see [`crate::tools::client`]).
+    pub client_tools: Vec<crate::tools::client::ClientToolSpec>,
 }
 
 impl ChatSpec {
@@ -70,6 +75,17 @@ impl ChatSpec {
         self
     }
 
+    /// Set the owner.
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+
+    /// The owner, [`crate::store::DEFAULT_OWNER`] when none is set.
+    pub fn owner_or_default(&self) -> &str {
+        self.owner.as_deref().unwrap_or(crate::store::DEFAULT_OWNER)
+    }
+
     /// The model id, trimmed; a 400 naming `model` when there is none.
     pub fn model_id(&self) -> Result<&str, OpenError> {
         self.model
@@ -89,6 +105,12 @@ impl ChatSpec {
             permissions: self.permissions.or_else(|| defaults.permissions.clone()),
             system: self.system.or_else(|| defaults.system.clone()),
             local_only: self.local_only.or(defaults.local_only),
+            owner: self.owner.or_else(|| defaults.owner.clone()),
+            client_tools: if self.client_tools.is_empty() {
+                defaults.client_tools.clone()
+            } else {
+                self.client_tools
+            },
         }
     }
 }
@@ -211,11 +233,16 @@ pub type ResolveModel =
     dyn Fn(&str) -> BoxFuture<'static, Result<Arc<dyn ChatModel>, ProviderError>> + Send + Sync;
 
 /// The usual opener: the model from a resolver, tools from the spec's MCP
-/// servers on a fresh [`ToolHost`], permissions in memory.
+/// servers on a fresh [`ToolHost`]; permissions from the spec in memory,
+/// or, when the spec names none, the app's shared ones
+/// ([`StandardOpener::permissions`]).
 pub struct StandardOpener {
     resolve: Arc<ResolveModel>,
     config: SessionConfig,
     tool_options: ToolHostOptions,
+    shared: Option<Arc<Permissions>>,
+    prompt: crate::prompt::PromptContext,
+    hooks: Vec<Arc<dyn crate::hooks::SessionHooks>>,
 }
 
 impl std::fmt::Debug for StandardOpener {
@@ -236,12 +263,39 @@ impl StandardOpener {
             resolve: Arc::new(resolve),
             config: SessionConfig::default(),
             tool_options: ToolHostOptions::default(),
+            shared: None,
+            prompt: crate::prompt::PromptContext::default(),
+            hooks: Vec::new(),
         }
+    }
+
+    /// The hooks every chat runs (see [`crate::hooks`]).
+    pub fn hooks(mut self, hooks: Vec<Arc<dyn crate::hooks::SessionHooks>>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The permissions of every chat whose spec names none: shared, so an
+    /// "always" answer in one chat holds in all of them, and saved when
+    /// `permissions` is bound to a file (as `lrg chat` binds the same
+    /// settings file). Without them, such a chat gets the defaults in
+    /// memory.
+    pub fn permissions(mut self, permissions: Arc<Permissions>) -> Self {
+        self.shared = Some(permissions);
+        self
     }
 
     /// The session tunables of every chat.
     pub fn session_config(mut self, config: SessionConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Where every chat's prompt sections come from (default: none but the
+    /// spec's system prompt; served chats read no project unless one is
+    /// configured here).
+    pub fn prompt_context(mut self, context: crate::prompt::PromptContext) -> Self {
+        self.prompt = context;
         self
     }
 
@@ -286,25 +340,40 @@ impl ChatOpener for StandardOpener {
                 Some(servers) => host.add_mcp_config(servers).await,
                 None => Vec::new(),
             };
-            let permissions = Permissions::new(spec.permissions.unwrap_or_default());
+            for tool in &spec.client_tools {
+                // The front end answers over HTTP: the stream is not needed.
+                let _calls = host
+                    .add_client_tool(tool.spec.clone())
+                    .map_err(|e| OpenError::field("client_tools", e.to_string()))?;
+                host.set_ends_turn(&tool.spec.name, tool.ends_turn);
+            }
+            let permissions = match (spec.permissions, &self.shared) {
+                (Some(settings), _) => Arc::new(Permissions::new(settings)),
+                (None, Some(shared)) => shared.clone(),
+                (None, None) => Arc::new(Permissions::new(PermissionSettings::default())),
+            };
             // Switchable, so the person may carry the conversation over to
             // another model in place.
             let source = Arc::new(SwitchableModel::new(model));
             let mut builder = ChatSession::builder(source.clone())
                 .tools(host.clone())
-                .permissions(Arc::new(permissions))
+                .permissions(permissions)
                 .local_only(local_only)
-                .config(self.config.clone());
-            if let Some(system) = spec.system {
-                builder = builder.system_prompt(system);
+                .config(self.config.clone())
+                .hooks(self.hooks.iter().cloned());
+            let prompt = self.prompt.builder(spec.system.as_deref());
+            let mut warnings: Vec<String> = failures.iter().map(ToString::to_string).collect();
+            if let Err(e) = prompt.add_tools(&host) {
+                warnings.push(e.to_string());
             }
+            builder = builder.prompt(prompt);
             let mut opened = OpenedChat::new(builder, info)
                 .with_host(host)
                 .with_source(source);
             // A server that did not start is the person's to know about; its
             // message never holds environment or header values.
-            for failure in failures {
-                opened = opened.with_warning(failure.to_string());
+            for warning in warnings {
+                opened = opened.with_warning(warning);
             }
             Ok(opened)
         })

@@ -43,6 +43,9 @@ async fn read_json<T: DeserializeOwned>(state: &AppState, body: Body) -> Result<
 fn session_error(e: SessionError) -> ApiError {
     match e {
         SessionError::Busy => ApiError::busy(),
+        SessionError::NoSuchClientCall(id) => {
+            ApiError::not_found(format!("no client tool call `{id}` waits for a result"))
+        }
         SessionError::NoSuchApproval(id) => {
             ApiError::not_found(format!("no approval is waiting for tool call `{id}`"))
         }
@@ -91,6 +94,12 @@ pub(crate) struct OpenBody {
     /// Keys on another model: carry the conversation over to this one.
     #[serde(default)]
     carry_over: bool,
+    /// Who the chat belongs to (default: the default owner).
+    #[serde(default)]
+    owner: Option<String>,
+    /// Tools the client runs itself (see [`super::client_tools`]).
+    #[serde(default)]
+    client_tools: Option<Vec<super::client_tools::ClientToolBody>>,
 }
 
 /// What an open body asks for: the chat, its keys, and what keys that name
@@ -129,12 +138,21 @@ pub(crate) fn open_spec(
                 .map_err(|e| ApiError::bad_request("mcpServers", e))?,
         ),
     };
+    if let Some(owner) = &body.owner {
+        super::owner_auth::check_owner("owner", owner)?;
+    }
+    let client_tools = match body.client_tools {
+        Some(tools) => super::client_tools::client_tools(tools)?,
+        None => Vec::new(),
+    };
     let spec = ChatSpec {
         model: body.model,
         mcp_servers,
         permissions: body.permissions,
         system: body.system,
         local_only: body.local_only,
+        owner: body.owner,
+        client_tools,
     };
     Ok((spec, keys, other))
 }
@@ -191,16 +209,19 @@ struct ImageBody {
 pub(crate) async fn message(
     State(state): St,
     AuthedChat(chat): AuthedChat,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let (input, output) = message_input(
         read_json(&state, body).await?,
         state.config.limits.message_chars,
     )?;
-    let handle = match output {
+    // A caller's `traceparent` is the parent of the message's span.
+    let traceparent = headers.get("traceparent").and_then(|v| v.to_str().ok());
+    let handle = crate::otel::under_remote_parent(traceparent, || match output {
         Some(schema) => chat.session.send_output(input, schema),
         None => chat.session.send(input),
-    };
+    });
     let mut handle = handle.map_err(session_error)?;
     // The 202 waits until the message is kept: what was acknowledged
     // survives a crash (a failed store says so in a `warning` event).
@@ -257,8 +278,38 @@ pub(crate) async fn stop(AuthedChat(chat): AuthedChat) -> Result<Response, ApiEr
     Ok(Json(json!({"stopped": stopped})).into_response())
 }
 
-pub(crate) async fn retry(AuthedChat(chat): AuthedChat) -> Result<Response, ApiError> {
-    let mut handle = chat.session.retry_last().map_err(session_error)?;
+/// `POST …/retry`: an empty body (or `{}`) answers the last message again;
+/// `{"text": …}` replaces its text first (the person edited it).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RetryBody {
+    #[serde(default)]
+    text: Option<String>,
+}
+
+pub(crate) async fn retry(
+    State(state): St,
+    AuthedChat(chat): AuthedChat,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let body: RetryBody = read_json(&state, body).await?;
+    let handle = match body.text {
+        Some(text) => {
+            let limit = state.config.limits.message_chars;
+            let chars = text.chars().count();
+            if chars > limit {
+                return Err(ApiError::too_large(format!(
+                    "`text` is {chars} characters; a message may have at most {limit}"
+                )));
+            }
+            if text.trim().is_empty() {
+                return Err(ApiError::bad_request("text", "the message is empty"));
+            }
+            chat.session.retry_with_text(text)
+        }
+        None => chat.session.retry_last(),
+    };
+    let mut handle = handle.map_err(session_error)?;
     let saved = handle.accepted().await;
     Ok(accepted(&chat, saved))
 }

@@ -106,6 +106,12 @@ pub enum ApprovalReason {
     },
     /// An external agent (which owns its tools) asks before a call.
     Agent,
+    /// A `pre_tool_use` hook asks the person (see [`crate::hooks`]).
+    Hook {
+        /// The hook's reason, when it gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 /// The outcome of a permission check.
@@ -163,7 +169,23 @@ pub fn decide(
     chat_allowed: bool,
     targets: Option<usize>,
 ) -> Decision {
-    let rule = settings.rules.get(tool).copied();
+    decide_configured(settings, tool, class, chat_allowed, targets, None)
+}
+
+/// [`decide`], with what the tool's own configuration says
+/// ([`crate::tools::ToolPolicy::rule`]: a server's `trust` or
+/// `autoApprove`) under the person's rule for the tool: their rule comes
+/// first, the configured one next, the mode last. A configured allow still
+/// meets the bulk limit.
+pub fn decide_configured(
+    settings: &PermissionSettings,
+    tool: &str,
+    class: ToolClass,
+    chat_allowed: bool,
+    targets: Option<usize>,
+    configured: Option<Rule>,
+) -> Decision {
+    let rule = settings.rules.get(tool).copied().or(configured);
     if rule == Some(Rule::Block) {
         return Decision::Block;
     }
@@ -270,6 +292,35 @@ mod tests {
         assert_eq!(
             decide(&settings(Mode::AskAll), "t", ToolClass::Read, true, None),
             Decision::Allow
+        );
+    }
+
+    #[test]
+    fn a_configured_rule_comes_under_the_persons_and_meets_the_bulk_limit() {
+        let mut s = settings(Mode::AutoRead);
+        s.bulk_limit = 3;
+        let allow = Some(Rule::Allow);
+        assert_eq!(
+            decide_configured(&s, "t", ToolClass::Destructive, false, None, allow),
+            Decision::Allow
+        );
+        assert_eq!(
+            decide_configured(&s, "t", ToolClass::Destructive, false, Some(4), allow),
+            Decision::Ask(ApprovalReason::Bulk {
+                targets: 4,
+                limit: 3
+            }),
+            "a server's trust does not lift the bulk limit"
+        );
+        assert_eq!(
+            decide_configured(&s, "t", ToolClass::Read, false, None, Some(Rule::Ask)),
+            Decision::Ask(ApprovalReason::Rule)
+        );
+        s.rules.insert("t".into(), Rule::Block);
+        assert_eq!(
+            decide_configured(&s, "t", ToolClass::Read, false, None, allow),
+            Decision::Block,
+            "the person's rule comes first"
         );
     }
 

@@ -1,9 +1,7 @@
 //! The shared permission settings: in memory until a path is bound, then
 //! saved as JSON on every change with an atomic write.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::{PermissionSettings, Rule};
@@ -150,38 +148,14 @@ impl Permissions {
 /// Write to a temporary file in the same directory, then rename it over the
 /// target, so a crash never leaves half a file.
 fn write_atomic(path: &Path, settings: &PermissionSettings) -> Result<(), PermissionsError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let io = |source| PermissionsError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir).map_err(io)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let json = serde_json::to_vec_pretty(settings)
+    let mut json = serde_json::to_vec_pretty(settings)
         .map_err(|e| io(std::io::Error::other(e.to_string())))?;
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(&json)?;
-        file.write_all(b"\n")?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(io)
+    json.push(b'\n');
+    crate::atomic_file::write_atomic(path, &json).map_err(io)
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ impl SessionRegistry {
         };
         let session = builder.resumed(stored).build();
         let how = opened_how(&session, carry, from, request, count);
-        self.insert(meta, session.clone());
+        self.insert(meta, session.clone(), false);
         Opened { id, session, how }
     }
 

@@ -20,12 +20,15 @@ pub struct ChatSessionBuilder {
     tools: Arc<dyn Tools>,
     permissions: Option<Arc<Permissions>>,
     pub(super) system_prompt: Arc<SystemPromptFn>,
+    /// The sections behind `system_prompt`, when set by [`Self::prompt`].
+    pub(super) prompt: Option<Arc<crate::prompt::PromptBuilder>>,
     target_counter: Arc<dyn TargetCounter>,
     config: SessionConfig,
     local_only: bool,
     store: Option<(Arc<dyn SessionStore>, SessionId)>,
     resumed: Option<StoredSession>,
     sub_agents: Option<SubAgents>,
+    pub(super) hooks: Vec<Arc<dyn crate::hooks::SessionHooks>>,
 }
 
 impl ChatSessionBuilder {
@@ -36,12 +39,14 @@ impl ChatSessionBuilder {
             tools: Arc::new(NoTools),
             permissions: None,
             system_prompt: Arc::new(|_: &ModelInfo, _: &[ToolSpec]| None),
+            prompt: None,
             target_counter: Arc::new(LongestIdArray),
             config: SessionConfig::default(),
             local_only: false,
             store: None,
             resumed: None,
             sub_agents: None,
+            hooks: Vec::new(),
         }
     }
 
@@ -102,6 +107,22 @@ impl ChatSessionBuilder {
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         let prompt = prompt.into();
         self.system_prompt = Arc::new(move |_: &ModelInfo, _: &[ToolSpec]| Some(prompt.clone()));
+        self.prompt = None;
+        self
+    }
+
+    /// A system prompt assembled from named sections at every model turn
+    /// (see [`crate::prompt`]): project instructions, skills, memory, ...
+    /// Its tools (`load_skill`, `remember`, `forget`) are offered only when
+    /// added to the session's tools ([`crate::prompt::PromptBuilder::add_tools`]).
+    /// The session keeps it for [`ChatSession::next_prompt`].
+    pub fn prompt(mut self, builder: impl Into<Arc<crate::prompt::PromptBuilder>>) -> Self {
+        let builder = builder.into();
+        let built = builder.clone();
+        self.system_prompt = Arc::new(move |info: &ModelInfo, tools: &[ToolSpec]| {
+            built.build(info, tools).text_opt()
+        });
+        self.prompt = Some(builder);
         self
     }
 
@@ -111,6 +132,24 @@ impl ChatSessionBuilder {
         prompt: impl Fn(&ModelInfo, &[ToolSpec]) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
         self.system_prompt = Arc::new(prompt);
+        self.prompt = None;
+        self
+    }
+
+    /// Add a hook (see [`crate::hooks`]): hooks run in the order added, and
+    /// a sub-agent runs its parent's.
+    pub fn hook(mut self, hook: Arc<dyn crate::hooks::SessionHooks>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Add several hooks, in order (e.g. from
+    /// [`HooksConfig::into_hooks`](crate::hooks::HooksConfig::into_hooks)).
+    pub fn hooks(
+        mut self,
+        hooks: impl IntoIterator<Item = Arc<dyn crate::hooks::SessionHooks>>,
+    ) -> Self {
+        self.hooks.extend(hooks);
         self
     }
 
@@ -170,10 +209,12 @@ impl ChatSessionBuilder {
                 sub_agents: limits
                     .map(|l| crate::sub_agents::Manager::new(l, weak.clone(), parent_id)),
                 config: self.config,
+                hooks: crate::hooks::Hooks::new(self.hooks),
                 models: self.models,
                 tools: self.tools,
                 permissions: self.permissions.unwrap_or_default(),
                 system_prompt: self.system_prompt,
+                prompt: self.prompt,
                 target_counter: self.target_counter,
                 events,
                 state: Mutex::new(State {

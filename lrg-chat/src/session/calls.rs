@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::history::canonical_json;
 use crate::events::{Event, ImageDescriptor, SkipReason};
-use crate::permissions::{Answer, ApprovalReason, Decision, Rule, decide};
+use crate::hooks::ToolDecision;
+use crate::permissions::{Answer, ApprovalReason, Decision, Rule, decide_configured};
 use crate::tools::ToolClass;
 
 /// The result of a call the person's stop kept from starting.
@@ -31,9 +32,22 @@ pub(super) async fn handle_call(
     call: &ToolCall,
     specs: &[ToolSpec],
     made: &mut HashSet<String>,
+    asked_by: &crate::otel::TurnContext,
     cancel: &CancellationToken,
 ) -> ToolResult {
-    let Done { result, event } = run_call(shared, call, specs, made, cancel).await;
+    use tracing::Instrument as _;
+    let span = crate::otel::execute_tool_span(call, asked_by);
+    let Done { result, event } = run_call(shared, call, specs, made, cancel)
+        .instrument(span.clone())
+        .await;
+    if result.is_error {
+        let kind = match &event {
+            Event::ToolSkipped { reason, .. } => crate::otel::skip_kind(*reason),
+            _ => "tool_error",
+        };
+        crate::otel::record_error(&span, kind);
+    }
+    drop(span);
     super::persist::save_result(shared, &result).await;
     shared.publish(event);
     result
@@ -46,11 +60,16 @@ async fn run_call(
     made: &mut HashSet<String>,
     cancel: &CancellationToken,
 ) -> Done {
+    // A close-but-wrong name (`functions.get_weather`) runs as the one
+    // offered tool it fits, with a warning.
+    let (call, repaired) = crate::tools::names::repair_call(call, specs);
+    let call = call.as_ref();
     let spec = specs.iter().find(|s| s.name == call.name);
     let class = spec.map_or(ToolClass::Destructive, |s| {
         ToolClass::from_annotations(&s.annotations)
     });
     let targets = spec.and_then(|s| shared.target_counter.count(s, &call.arguments));
+    let runs_on = shared.tools.policy(&call.name).runs_on;
     shared.publish(Event::ToolCall {
         call_id: call.id.clone(),
         tool: call.name.clone(),
@@ -58,7 +77,14 @@ async fn run_call(
         class,
         arguments: call.arguments.clone(),
         targets,
+        runs_on,
     });
+    if let Some(message) = repaired {
+        shared.publish(Event::Warning {
+            message,
+            retrying: false,
+        });
+    }
 
     if cancel.is_cancelled() {
         return skip(
@@ -86,14 +112,61 @@ async fn run_call(
         return skip(shared, call, SkipReason::RepeatedCall, None, &text);
     }
     let Some(spec) = spec else {
-        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-        let text = crate::tools::unknown_tool_message(&call.name, &names);
+        let text = crate::tools::names::unknown_tool_text(&call.name, specs);
         return skip(shared, call, SkipReason::UnknownTool, None, &text);
     };
 
+    // The operator's hooks come before the rules: a denial holds whatever
+    // the mode, and a rewrite is checked against the tool's schema.
+    let hooked = super::hooked::before_call(shared, call, class, |arguments| {
+        crate::tools::ArgumentCheck::new(&spec.name, &spec.input_schema)
+            .check(&spec.name, arguments)
+    })
+    .await;
     let settings = shared.permissions.settings();
     let chat_allowed = shared.lock().chat_allowed.contains(&call.name);
-    match decide(&settings, &spec.name, class, chat_allowed, targets) {
+    let configured = shared.tools.policy(&spec.name).rule;
+    let mut decision = decide_configured(
+        &settings,
+        &spec.name,
+        class,
+        chat_allowed,
+        targets,
+        configured,
+    );
+    match hooked.decision {
+        Some((ToolDecision::Deny, reason)) => {
+            let reason = reason.unwrap_or_default();
+            let reason = reason.trim().trim_end_matches('.');
+            let text = format!(
+                "{} {reason}. Do not repeat it; do the task another way or tell the user.",
+                crate::hooks::DENIED_PREFIX
+            );
+            return skip(shared, call, SkipReason::HookDenied, None, &text);
+        }
+        // Blocked stays blocked (it was not offered), and the bulk limit
+        // still asks.
+        Some((ToolDecision::Ask, reason)) if decision != Decision::Block => {
+            decision = Decision::Ask(ApprovalReason::Hook { reason });
+        }
+        Some((ToolDecision::Allow, _))
+            if matches!(
+                decision,
+                Decision::Ask(ApprovalReason::Mode { .. } | ApprovalReason::Rule)
+            ) =>
+        {
+            decision = Decision::Allow;
+        }
+        _ => {}
+    }
+    let call = &match hooked.arguments {
+        Some(arguments) => ToolCall {
+            arguments,
+            ..call.clone()
+        },
+        None => call.clone(),
+    };
+    match decision {
         Decision::Allow => {}
         Decision::Block => {
             let text = format!(
@@ -124,7 +197,12 @@ async fn run_call(
     });
     // A running tool is not interrupted: the token only tells it not to
     // start anything further.
-    let output = match &shared.sub_agents {
+    let started = std::time::Instant::now();
+    let mut output = match &shared.sub_agents {
+        _ if super::offer::is_search(shared, call) => super::offer::run_search(shared, call),
+        _ if runs_on == crate::tools::client::RunsOn::Client => {
+            super::client_calls::wait(shared, call, cancel).await
+        }
         Some(manager) if crate::sub_agents::tools::is_own(&call.name) => {
             crate::sub_agents::tools::call(manager, shared, call).await
         }
@@ -135,16 +213,21 @@ async fn run_call(
                 .await
         }
     };
+    crate::otel::record_tool_duration(&call.name, started.elapsed(), output.is_error);
     if let Some(warning) = &output.warning {
         shared.publish(Event::Warning {
             message: warning.clone(),
             retrying: false,
         });
     }
+    // A tool's own error goes back with its expected arguments.
+    crate::tools::teach_runtime_error(spec, &mut output, cancel.is_cancelled());
+    let mut parts = output.parts;
+    super::hooked::after_call(shared, call, &call.arguments, &mut parts, output.is_error).await;
     let result = ToolResult {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        parts: output.parts,
+        parts,
         is_error: output.is_error,
     };
     let event = Event::ToolDone {

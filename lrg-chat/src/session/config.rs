@@ -1,5 +1,8 @@
 //! [`SessionConfig`]: the tunables of a session, and how its system prompt is built.
 
+use std::sync::Arc;
+
+use lrg_providers::pricing::PriceTable;
 use lrg_providers::{GenerationSettings, ModelInfo, RetryPolicy, ToolSpec};
 
 use crate::context::ContextPolicy;
@@ -41,7 +44,26 @@ pub struct SessionConfig {
     /// without tools, not counted in [`max_steps`](Self::max_steps). Default
     /// [`DEFAULT_TYPED_REPAIRS`] (2).
     pub typed_repairs: usize,
+    /// What model turns cost (see [`lrg_providers::pricing`]): the built-in
+    /// table by default; put a user's file over it with
+    /// [`PriceTable::extend`]. Local and server models cost 0 unless priced.
+    pub prices: Arc<PriceTable>,
+    /// Limits on tokens and dollars per message, run and chat, checked
+    /// before each model turn (see [`crate::CostBudget`]); none by default.
+    pub budget: super::budget::CostBudget,
+    /// Whether the model is offered every tool, or a few and
+    /// `search_tools` (see [`crate::tools::search`]). Default
+    /// [`ToolSearch::Auto`](crate::tools::search::ToolSearch::Auto): search
+    /// above 30 tools, or above a tenth of a known window.
+    pub tool_search: crate::tools::search::ToolSearch,
+    /// How long a call to a client tool ([`crate::tools::client`]) waits
+    /// for the app's answer before it gets an error result. Default
+    /// [`DEFAULT_CLIENT_TOOL_TIMEOUT`] (120 s).
+    pub client_tool_timeout: std::time::Duration,
 }
+
+/// Default for [`SessionConfig::client_tool_timeout`]: 120 s.
+pub const DEFAULT_CLIENT_TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Default for [`SessionConfig::typed_repairs`].
 pub const DEFAULT_TYPED_REPAIRS: usize = 2;
@@ -60,6 +82,10 @@ impl Default for SessionConfig {
             max_kept_events: crate::events::DEFAULT_MAX_KEPT_EVENTS,
             max_kept_event_bytes: crate::events::DEFAULT_MAX_KEPT_EVENT_BYTES,
             typed_repairs: DEFAULT_TYPED_REPAIRS,
+            prices: Arc::new(PriceTable::built_in()),
+            budget: super::budget::CostBudget::default(),
+            tool_search: crate::tools::search::ToolSearch::default(),
+            client_tool_timeout: DEFAULT_CLIENT_TOOL_TIMEOUT,
         }
     }
 }

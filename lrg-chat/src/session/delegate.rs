@@ -52,6 +52,7 @@ pub(crate) fn sub_agent_session(parent: &Shared, id: &str) -> (ChatSession, Opti
         .config(parent.config.clone())
         .local_only(parent.local_only.load(std::sync::atomic::Ordering::SeqCst));
     builder.system_prompt = parent.system_prompt.clone();
+    builder.hooks = parent.hooks.to_vec();
     let stored =
         store_of(parent).and_then(|(store, _)| Some((store, id.parse::<SessionId>().ok()?)));
     if let Some((store, sub_id)) = &stored {
@@ -210,6 +211,7 @@ fn enter(state: &mut State, done: Finished) {
             class: ToolClass::Read,
             arguments: call.arguments.clone(),
             targets: None,
+            runs_on: Default::default(),
         },
         Event::ToolDone {
             call_id: call.id.clone(),

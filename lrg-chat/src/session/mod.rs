@@ -16,15 +16,20 @@
 //! `tool_done`. Every call gets a result, even one that never ran, because no
 //! model API accepts a history with an unanswered call.
 
+mod budget;
 mod builder;
 mod calls;
+mod client_calls;
 mod compact;
 mod config;
 mod delegate;
 mod external;
 mod history;
+mod hooked;
 mod locality;
+mod offer;
 mod persist;
+mod preview;
 mod run;
 mod switch;
 mod turn;
@@ -46,6 +51,8 @@ use crate::permissions::{Answer, PermissionSettings, Permissions, SaveStatus, Ta
 use crate::store::SessionId;
 use crate::tools::{ToolOutput, Tools, ToolsError};
 
+pub(crate) use budget::absorb_sub_agent;
+pub use budget::{CostBudget, SpendLimit};
 pub use builder::ChatSessionBuilder;
 pub use config::{
     DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TYPED_REPAIRS, MAX_STEPS, SessionConfig, SystemPromptFn,
@@ -84,6 +91,8 @@ pub(crate) struct Shared {
     tools: Arc<dyn Tools>,
     permissions: Arc<Permissions>,
     system_prompt: Arc<SystemPromptFn>,
+    /// The sections behind `system_prompt`, for [`ChatSession::next_prompt`].
+    prompt: Option<Arc<crate::prompt::PromptBuilder>>,
     target_counter: Arc<dyn TargetCounter>,
     events: EventLog,
     state: Mutex<State>,
@@ -92,6 +101,8 @@ pub(crate) struct Shared {
     persister: Option<persist::Persister>,
     /// Its sub-agents, when they are on.
     sub_agents: Option<crate::sub_agents::Manager>,
+    /// The operator's hooks (see [`crate::hooks`]).
+    hooks: crate::hooks::Hooks,
 }
 
 #[derive(Default)]
@@ -122,6 +133,8 @@ struct State {
     generation: u64,
     /// Tokens used so far, over every model turn.
     usage: Usage,
+    /// What the message, this run and the chat have cost (see [`budget`]).
+    spend: budget::Spending,
     /// Each history message's size estimate, kept for fitting.
     estimates: crate::context::Estimates,
     /// The session's generation settings (see [`ChatSession::set_generation`]).
@@ -130,6 +143,13 @@ struct State {
     /// user message, a rewind, a clear, a sub-agent's answer), in order:
     /// never before.
     announce: Vec<persist::Announce>,
+    /// What a stopped model turn had shown (reasoning, text), kept by
+    /// [`finish`] with the stop note: a stop never erases what was read.
+    stopped_partial: Option<(String, String)>,
+    /// Tool search's index and what it found for this message.
+    search: offer::SearchState,
+    /// Client-tool calls waiting for the app's answer, by call id.
+    client_waits: HashMap<String, oneshot::Sender<crate::tools::ToolOutput>>,
 }
 
 impl Shared {
@@ -263,6 +283,44 @@ impl ChatSession {
         Ok(self.start(&runtime, state, Work::message()))
     }
 
+    /// [`retry_last`](Self::retry_last) with the last user message's text
+    /// replaced by `text` (its images stay): the person edited it. The view
+    /// is told with a `rewound` to the event before that message, then the
+    /// message again as a `user_message` with the new text.
+    pub fn retry_with_text(&self, text: impl Into<String>) -> Result<TurnHandle, SessionError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| SessionError::NoRuntime)?;
+        let mut state = self.shared.lock();
+        if state.running.is_some() {
+            return Err(SessionError::Busy);
+        }
+        let &(index, seq) = state.user_seqs.last().ok_or(SessionError::NothingToRetry)?;
+        let text = text.into();
+        let history = state.history.make_mut();
+        history.truncate(index + 1);
+        let mut images = 0;
+        if let Some(row) = history.get_mut(index) {
+            let mut parts = vec![lrg_providers::Part::text(text.clone())];
+            for part in row.parts.drain(..) {
+                if matches!(part, lrg_providers::Part::Image(_)) {
+                    images += 1;
+                    parts.push(part);
+                }
+            }
+            row.parts = parts;
+        }
+        state.user_seqs.pop();
+        state.generation += 1;
+        state.announce.push(persist::Announce::Rewound {
+            to_seq: seq.saturating_sub(1),
+        });
+        state.announce.push(persist::Announce::User {
+            index,
+            text,
+            images,
+        });
+        Ok(self.start(&runtime, state, Work::message()))
+    }
+
     /// Replace the conversation with a summary the model writes in one
     /// tool-free turn; the summary seeds the new history as a user message.
     pub fn compact(&self) -> Result<TurnHandle, SessionError> {
@@ -371,7 +429,15 @@ impl ChatSession {
         let shared = self.shared.clone();
         let working = external::working(&self.shared);
         let (accepted, accepted_rx) = oneshot::channel();
-        let task = runtime.spawn(working.scope_to(async move {
+        // Made here, in the caller's context: a caller's span (or an attached
+        // remote parent, see `crate::otel::remote_parent`) is its parent.
+        let span = match work {
+            Work::Message { .. } => {
+                crate::otel::invoke_agent_span(shared.persister.as_ref().map(|p| p.id().as_str()))
+            }
+            Work::Compact => tracing::Span::none(),
+        };
+        let job = async move {
             // The user message is kept before it is shown or acknowledged,
             // and even if the process dies mid-turn.
             let kept = persist::save(&shared).await;
@@ -381,7 +447,9 @@ impl ChatSession {
             let work = async {
                 match work {
                     Work::Message { generation, output } => {
-                        run::run_message(&shared, &generation, output.as_ref(), &cancel).await
+                        let person = !autonomous;
+                        hooked::run_message(&shared, &generation, output.as_ref(), &cancel, person)
+                            .await
                     }
                     Work::Compact => compact::run_compact(&shared, &cancel).await,
                 }
@@ -407,11 +475,15 @@ impl ChatSession {
                 }
             };
             finish(&shared, &outcome, note_stop);
+            if let TurnOutcome::Failed { error } = &outcome {
+                crate::otel::record_error(&tracing::Span::current(), error.kind());
+            }
             delegate::after_work(&shared, &outcome);
             // Shows the sub-agent answers `after_work` let in, once kept.
             persist::save_and_announce(&shared).await;
             outcome
-        }));
+        };
+        let task = runtime.spawn(working.scope_to(tracing::Instrument::instrument(job, span)));
         TurnHandle::new(task, accepted_rx)
     }
 
@@ -571,9 +643,33 @@ impl Work {
 fn finish(shared: &Shared, outcome: &TurnOutcome, note_stop: bool) {
     let mut state = shared.lock();
     answer_unanswered(&mut state.history);
+    let partial = state.stopped_partial.take();
     if *outcome == TurnOutcome::Stopped {
         if note_stop {
-            state.history.push(Message::assistant(STOPPED_NOTE));
+            match partial {
+                Some((reasoning, text)) => {
+                    // One assistant message: the words shown, then the note,
+                    // so the model sees where it was cut off.
+                    let kept = format!("{text}\n\n{STOPPED_NOTE}");
+                    let mut message = Message::assistant(kept);
+                    if !reasoning.is_empty() {
+                        message.parts.insert(
+                            0,
+                            lrg_providers::Part::Reasoning {
+                                text: reasoning.clone(),
+                            },
+                        );
+                    }
+                    state.history.push(message);
+                    shared.publish(Event::AssistantTurn {
+                        reasoning,
+                        text,
+                        json: None,
+                        stopped: true,
+                    });
+                }
+                None => state.history.push(Message::assistant(STOPPED_NOTE)),
+            }
         }
         shared.publish(Event::Stopped);
     }
@@ -581,8 +677,11 @@ fn finish(shared: &Shared, outcome: &TurnOutcome, note_stop: bool) {
     // the loop removes its own question when it stops waiting).
     state.approvals.clear();
     state.running = None;
+    let (message_total, chat_total) = budget::end_totals(&state);
     shared.publish(Event::Busy {
         busy: false,
         autonomous: false,
+        message_total,
+        chat_total,
     });
 }

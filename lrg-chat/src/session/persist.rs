@@ -91,6 +91,7 @@ fn state_of(shared: &Shared, state: &State) -> SessionState {
         updated_ms: now_ms(),
         local_only: shared.local_only.load(std::sync::atomic::Ordering::SeqCst),
         cloud_consent: state.cloud_consent.iter().cloned().collect(),
+        cost: Some(super::budget::chat_total(state).cost),
     }
 }
 
@@ -278,9 +279,12 @@ pub(super) enum Announce {
 pub(super) fn announce(shared: &Shared, autonomous: bool) {
     let mut state = shared.lock();
     publish_pending(shared, &mut state);
+    super::budget::start_message(&mut state);
     shared.publish(Event::Busy {
         busy: true,
         autonomous,
+        message_total: None,
+        chat_total: None,
     });
 }
 
@@ -328,6 +332,7 @@ pub(super) fn replay(shared: &Shared, stored: StoredSession) {
     let mut state = shared.lock();
     state.chat_allowed = stored.state.granted.into_iter().collect();
     state.usage = stored.state.usage;
+    super::budget::resume(&mut state, stored.state.usage, stored.state.cost);
     state.cloud_consent = stored.state.cloud_consent.into_iter().collect();
     // A kept lock holds on resume; one the opener asks for holds too.
     if stored.state.local_only {
@@ -390,10 +395,18 @@ fn row_events(row: &Message) -> Vec<Event> {
                     _ => None,
                 })
                 .collect();
+            // A stopped turn was kept with the stop note after its text:
+            // shown again as it was, marked stopped.
+            let text = row.text();
+            let (text, stopped) = match text.strip_suffix(super::STOPPED_NOTE) {
+                Some(shown) => (shown.trim_end().to_owned(), true),
+                None => (text, false),
+            };
             events.push(Event::AssistantTurn {
                 reasoning,
-                text: row.text(),
+                text,
                 json: None,
+                stopped,
             });
             for call in row.tool_calls() {
                 events.push(Event::ToolCall {
@@ -403,6 +416,7 @@ fn row_events(row: &Message) -> Vec<Event> {
                     class: ToolClass::Destructive,
                     arguments: call.arguments.clone(),
                     targets: None,
+                    runs_on: Default::default(),
                 });
             }
         }

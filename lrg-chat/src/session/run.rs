@@ -37,7 +37,8 @@ pub(super) async fn run_message(
     // Identical calls already made for this message (tool name + canonical
     // arguments), whatever became of them.
     let mut made: HashSet<String> = HashSet::new();
-    for _ in 0..shared.config.max_steps {
+    super::offer::start_message(shared);
+    for step in 0..shared.config.max_steps {
         if cancel.is_cancelled() {
             return TurnOutcome::Stopped;
         }
@@ -77,6 +78,8 @@ pub(super) async fn run_message(
                 .cloned()
                 .collect()
         };
+        // Many tools: a few of them and `search_tools` (crate::tools::search).
+        let offered = super::offer::narrow(shared, &mut specs, offered, &info, step == 0);
         let model_key = info.id();
         // Fitted under the lock: only what changes gets copied; a history
         // that fits whole is shared with the request.
@@ -110,12 +113,25 @@ pub(super) async fn run_message(
             .tools(offered)
             .settings(settings)
             .output(output.cloned());
-        let turn = match stream_turn(shared, model.as_ref(), &request, cancel, true).await {
+        // Checked from the spending so far and this request's estimated
+        // input: a limit it would pass ends the message here, every call
+        // made so far answered.
+        let history_tokens = fitted
+            .estimated_tokens
+            .saturating_sub(budget.answer_reserve.saturating_add(budget.overhead));
+        if let Err(reason) = super::budget::check(shared, &info, &request, history_tokens) {
+            return over_budget(shared, reason);
+        }
+        let (turn, span) = stream_turn_traced(shared, model.as_ref(), &request, cancel, true).await;
+        let turn = match turn {
             Ok(turn) => turn,
             Err(failure) => return failed(shared, failure),
         };
+        // The calls' spans are children of this turn's, which ends here.
+        let asked_by = crate::otel::TurnContext::of(&span);
+        drop(span);
         if let Some(usage) = turn.usage {
-            record_usage(shared, &model_key, usage, &request.messages, &budget);
+            record_usage(shared, &info, usage, &request.messages, &budget);
         }
         let calls: Vec<ToolCall> = turn.tool_calls().into_iter().cloned().collect();
         if let Some(schema) = output
@@ -125,7 +141,6 @@ pub(super) async fn run_message(
             let last = typed::Attempt {
                 model,
                 request,
-                key: model_key,
                 budget,
             };
             return typed::final_answer(shared, last, turn, schema, cancel).await;
@@ -141,18 +156,29 @@ pub(super) async fn run_message(
         }
         let mut results = Vec::with_capacity(calls.len());
         for call in &calls {
-            results.push(calls::handle_call(shared, call, &specs, &mut made, cancel).await);
+            results
+                .push(calls::handle_call(shared, call, &specs, &mut made, &asked_by, cancel).await);
         }
+        // A tool that ends the turn, having run: its result is the answer.
+        let ended = calls
+            .iter()
+            .zip(&results)
+            .find(|(call, result)| !result.is_error && shared.tools.policy(&call.name).ends_turn)
+            .map(|(_, result)| result.text_content());
         shared.lock().history.push(Message::tool_results(results));
         super::persist::save(shared).await;
         if cancel.is_cancelled() {
             return TurnOutcome::Stopped;
         }
+        if let Some(text) = ended {
+            return TurnOutcome::Completed { text, json: None };
+        }
     }
     let steps = shared.config.max_steps;
+    let turns = if steps == 1 { "turn" } else { "turns" };
     shared.publish(Event::Error {
         message: format!(
-            "Gave up after {steps} model turns without a final answer (the limit per message); \
+            "Gave up after {steps} model {turns} without a final answer (the limit per message); \
              send another message to let it continue."
         ),
         kind: ErrorKind::MaxSteps,
@@ -179,6 +205,7 @@ pub(super) async fn keep_turn(shared: &Shared, turn: AssistantTurn, json: Option
         reasoning,
         text: text.clone(),
         json,
+        stopped: false,
     });
     text
 }
@@ -203,22 +230,37 @@ pub(super) fn failed(shared: &Shared, failure: TurnFailure) -> TurnOutcome {
     }
 }
 
+/// The message ends before a model turn that would pass a budget limit.
+fn over_budget(shared: &Shared, reason: String) -> TurnOutcome {
+    shared.publish(Event::Error {
+        message: reason.clone(),
+        kind: ErrorKind::Budget,
+    });
+    TurnOutcome::OverBudget { reason }
+}
+
 pub(super) fn record_usage(
     shared: &Shared,
-    model_key: &str,
+    info: &lrg_providers::ModelInfo,
     usage: lrg_providers::Usage,
     sent: &[Message],
     budget: &Budget,
 ) {
+    let cost = super::budget::cost(shared, info, &usage);
     let mut state = shared.lock();
     state.usage += usage;
+    super::budget::record(&mut state, usage, cost);
     state
         .overhead
-        .entry(model_key.to_string())
+        .entry(info.id())
         .or_insert_with(|| context::learn_overhead(usage.prompt_tokens, sent, budget.image_tokens));
+    let (message_total, chat_total) = super::budget::totals(&state);
     shared.publish(Event::Usage {
         usage,
         context_window: budget.window,
+        cost,
+        message_total: Some(message_total),
+        chat_total: Some(chat_total),
     });
 }
 
@@ -291,6 +333,53 @@ pub(super) async fn stream_turn(
     cancel: &CancellationToken,
     live: bool,
 ) -> Result<AssistantTurn, TurnFailure> {
+    stream_turn_traced(shared, model, request, cancel, live)
+        .await
+        .0
+}
+
+/// [`stream_turn`] in its `chat {model}` span ([`crate::otel`]), which is
+/// handed back with what it told (usage, finish reason, error type) for
+/// the calls the turn asked for.
+pub(super) async fn stream_turn_traced(
+    shared: &Shared,
+    model: &dyn ChatModel,
+    request: &TurnRequest,
+    cancel: &CancellationToken,
+    live: bool,
+) -> (Result<AssistantTurn, TurnFailure>, tracing::Span) {
+    use tracing::Instrument as _;
+    let info = model.info();
+    let conversation = shared.persister.as_ref().map(|p| p.id().as_str());
+    let span = crate::otel::chat_span(&info, &request.settings, conversation);
+    let started = std::time::Instant::now();
+    let result = turn_attempts(shared, model, request, cancel, live, &span)
+        .instrument(span.clone())
+        .await;
+    let error = match &result {
+        Ok(turn) => {
+            crate::otel::record_answer(&span, turn.usage.as_ref(), turn.stop.as_ref());
+            None
+        }
+        Err(TurnFailure::Stopped) => Some("cancelled"),
+        Err(TurnFailure::Failed(e) | TurnFailure::LocalOnly(e)) => Some(e.kind()),
+    };
+    if let Some(kind) = error {
+        crate::otel::record_error(&span, kind);
+    }
+    let usage = result.as_ref().ok().and_then(|t| t.usage.as_ref());
+    crate::otel::record_turn(&info, usage, started.elapsed(), error);
+    (result, span)
+}
+
+async fn turn_attempts(
+    shared: &Shared,
+    model: &dyn ChatModel,
+    request: &TurnRequest,
+    cancel: &CancellationToken,
+    live: bool,
+    span: &tracing::Span,
+) -> Result<AssistantTurn, TurnFailure> {
     // One stop future for the whole turn, polled only while the stream
     // waits; an event that is there already costs one look at the token.
     // (A future per event registered and unregistered itself with the
@@ -308,11 +397,11 @@ pub(super) async fn stream_turn(
             let next = tokio::select! {
                 biased;
                 next = stream.next() => next,
-                _ = &mut stopped => return Err(TurnFailure::Stopped),
+                _ = &mut stopped => return Err(stopped_midway(shared, turn, live)),
             };
             // A stop drops the stream at once, even one that never waits.
             if cancel.is_cancelled() {
-                return Err(TurnFailure::Stopped);
+                return Err(stopped_midway(shared, turn, live));
             }
             if let Some(Ok(event)) = &next
                 && size.add(event) > cap
@@ -364,8 +453,32 @@ pub(super) async fn stream_turn(
             }
         };
         attempt += 1;
+        let kind = error.kind();
         retry_or_fail(shared, error, attempt, started, cancel).await?;
+        crate::otel::retry_event(span, attempt, kind);
     }
+}
+
+/// A stop in the middle of a streamed turn: what the person saw of it
+/// (reasoning and text, never a half-written call) is handed to the
+/// message's end, which keeps it with the stop note.
+fn stopped_midway(shared: &Shared, turn: AssistantTurn, live: bool) -> TurnFailure {
+    if !live {
+        return TurnFailure::Stopped;
+    }
+    let text = turn.text();
+    let reasoning = turn
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            lrg_providers::Part::Reasoning { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<String>();
+    if !text.is_empty() || !reasoning.is_empty() {
+        shared.lock().stopped_partial = Some((reasoning, text));
+    }
+    TurnFailure::Stopped
 }
 
 /// `error`, saying that the retry deadline stopped the retries.

@@ -81,6 +81,20 @@ pub enum TurnOutcome {
     },
     /// [`super::SessionConfig::max_steps`] model turns passed without a final answer.
     StepsExhausted,
+    /// The next model turn would have passed a limit of
+    /// [`super::SessionConfig::budget`] (also sent as an `error` event of
+    /// kind `budget`); every call made so far has its result.
+    OverBudget {
+        /// Which limit, and what was spent.
+        reason: String,
+    },
+    /// A `user_prompt_submit` hook blocked the message: the model never saw
+    /// it (see [`crate::hooks`]). The message stays in the history, with a
+    /// note that it was not answered.
+    Blocked {
+        /// The hook's reason.
+        reason: String,
+    },
 }
 
 /// Why a session refused a request.
@@ -92,6 +106,9 @@ pub enum SessionError {
     /// No approval question is open for that call.
     #[error("no approval is waiting for tool call `{0}`")]
     NoSuchApproval(String),
+    /// No client-tool call of that id waits for an answer.
+    #[error("no client tool call `{0}` waits for a result")]
+    NoSuchClientCall(String),
     /// There is no user message to answer again.
     #[error("there is no user message to retry")]
     NothingToRetry,

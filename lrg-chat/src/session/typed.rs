@@ -76,6 +76,12 @@ pub enum TypedError {
     /// calling tools, without a final answer.
     #[error("the model used all its turns without a final answer")]
     StepsExhausted,
+    /// A `user_prompt_submit` hook blocked the message.
+    #[error("a hook blocked the message: {reason}")]
+    Blocked {
+        /// The hook's reason.
+        reason: String,
+    },
     /// The answer matched the schema, yet does not deserialize into the
     /// type asked for: the schema says less than the type does (a
     /// hand-written `JsonSchema`, a `deserialize_with`). Rare, since the
@@ -191,6 +197,10 @@ fn into_value(outcome: TurnOutcome) -> Result<Value, TypedError> {
         } => Err(TypedError::Unsupported { reason: message }),
         TurnOutcome::Failed { error } => Err(TypedError::Failed { error }),
         TurnOutcome::StepsExhausted => Err(TypedError::StepsExhausted),
+        TurnOutcome::OverBudget { reason } => Err(TypedError::Failed {
+            error: ProviderError::Other { message: reason },
+        }),
+        TurnOutcome::Blocked { reason } => Err(TypedError::Blocked { reason }),
     }
 }
 
@@ -248,8 +258,6 @@ pub(super) struct Attempt {
     pub(super) model: Arc<dyn ChatModel>,
     /// The request it answered.
     pub(super) request: TurnRequest,
-    /// Its `provider:model`, for usage.
-    pub(super) key: String,
     /// The budget the request was fitted to.
     pub(super) budget: Budget,
 }
@@ -310,7 +318,13 @@ pub(super) async fn final_answer(
             Err(failure) => return failed(shared, failure),
         };
         if let Some(usage) = turn.usage {
-            record_usage(shared, &last.key, usage, &request.messages, &last.budget);
+            record_usage(
+                shared,
+                &last.model.info(),
+                usage,
+                &request.messages,
+                &last.budget,
+            );
         }
         // A repair is offered no tool, and runs none it asks for anyway.
         turn.parts.retain(|p| !matches!(p, Part::ToolCall(_)));

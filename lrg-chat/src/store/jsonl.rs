@@ -22,8 +22,9 @@
 //! rows) before the file is rewritten without them. A delete removes the
 //! archives with the session.
 //!
-//! Archiving a chat ([`SessionStore::archive`]) and moving it to another
-//! model ([`SessionStore::rebind`]) rewrite only the header (temp + rename,
+//! Archiving a chat ([`SessionStore::archive`]), naming it
+//! ([`SessionStore::rename`]) and moving it to another model
+//! ([`SessionStore::rebind`]) rewrite only the header (temp + rename,
 //! every other line kept byte for byte); an archived chat's lock note
 //! names no keys, so it holds none even when its file is later damaged.
 
@@ -498,6 +499,48 @@ impl SessionStore for JsonlStore {
                     writer.file = Some(file);
                 }
                 Ok(())
+            })
+            .await
+        })
+    }
+
+    fn rename<'a>(
+        &'a self,
+        id: &'a SessionId,
+        name: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let name = name.filter(|n| !n.is_empty()).map(str::to_string);
+            let renamed = move |meta: &mut SessionMeta| meta.name = name;
+            let open = relock(&self.open).get(id).cloned();
+            if let Some(writer) = open {
+                // Written here: renamed in place, under the writer's lock.
+                let mut writer = writer.lock_owned().await;
+                return blocking(move || {
+                    if writer.file.is_none() {
+                        return Err(StoreError::NotOpen(writer.id.clone()));
+                    }
+                    let (_, file) = rewrite_header(&writer.path, &writer.id, renamed)?;
+                    if let Some(file) = file {
+                        writer.file = Some(file);
+                    }
+                    Ok(true)
+                })
+                .await;
+            }
+            let path = self.path_of(id);
+            if !path.exists() {
+                return Ok(false);
+            }
+            let (lock, _) = self.take_lock(id)?;
+            let id = id.clone();
+            blocking(move || {
+                let found = match rewrite_header(&path, &id, renamed) {
+                    Err(StoreError::NotFound(_)) => false,
+                    other => other.map(|_| true)?,
+                };
+                drop(lock);
+                Ok(found)
             })
             .await
         })

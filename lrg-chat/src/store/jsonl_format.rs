@@ -245,6 +245,7 @@ pub(super) fn summarize(path: &Path, bytes: &[u8]) -> Result<SessionSummary, Sto
     let mut rows = 0;
     let mut updated_ms = meta.created_ms;
     let mut previous_tool = false;
+    let mut first_message = None;
     let mut rest = body;
     let mut number = 1;
     while !rest.is_empty() {
@@ -258,12 +259,19 @@ pub(super) fn summarize(path: &Path, bytes: &[u8]) -> Result<SessionSummary, Sto
             // Decoded, not only counted: a listing must call damaged what a
             // resume would refuse (a half-written row, a NUL inside one, a
             // row that is JSON but no message).
-            if let Err(e) = serde_json::from_slice::<LineIn>(line) {
-                return Err(corrupt(
-                    path,
-                    number,
-                    format!("a row that does not decode ({e}; damage, not a torn last write)"),
-                ));
+            match serde_json::from_slice::<LineIn>(line) {
+                Err(e) => {
+                    return Err(corrupt(
+                        path,
+                        number,
+                        format!("a row that does not decode ({e}; damage, not a torn last write)"),
+                    ));
+                }
+                // Decoded anyway: the first user message is the chat's title.
+                Ok(LineIn::Row(row)) if first_message.is_none() => {
+                    first_message = super::first_message(std::slice::from_ref(&row));
+                }
+                Ok(_) => {}
             }
             // Results written one by one count as the one row they become.
             let tool = line.starts_with(b"{\"row\":{\"role\":\"tool\"");
@@ -292,6 +300,7 @@ pub(super) fn summarize(path: &Path, bytes: &[u8]) -> Result<SessionSummary, Sto
         meta,
         rows,
         updated_ms,
+        first_message,
     })
 }
 

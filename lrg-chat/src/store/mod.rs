@@ -62,6 +62,9 @@ pub const FORMAT_VERSION: u32 = 1;
 /// never deletes them.
 pub const RESUME_ROWS: usize = usize::MAX;
 
+/// The owner of a session that names none ([`SessionMeta::owned_by`]).
+pub const DEFAULT_OWNER: &str = "default";
+
 /// A session's id: 32 lowercase hex digits, safe in a file name and a URL;
 /// a sub-agent's is its parent's followed by `::sub::<n>`
 /// ([`SessionId::sub_agent`]).
@@ -206,6 +209,10 @@ pub struct SessionMeta {
     /// before archiving, which load as they are.
     #[serde(default, skip_serializing_if = "is_false")]
     pub archived: bool,
+    /// The name a person gave the chat ([`SessionStore::rename`]), shown
+    /// as its title in a chat list. Absent in files from before names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -222,6 +229,7 @@ impl SessionMeta {
             model,
             created_ms: now_ms(),
             archived: false,
+            name: None,
         }
     }
 
@@ -250,6 +258,12 @@ impl SessionMeta {
         self.owner = Some(owner.into());
         self
     }
+
+    /// Whether it belongs to `owner`; a session without an owner belongs
+    /// to [`DEFAULT_OWNER`].
+    pub fn owned_by(&self, owner: &str) -> bool {
+        self.owner.as_deref().unwrap_or(DEFAULT_OWNER) == owner
+    }
 }
 
 /// What changes as a session goes on, besides its history.
@@ -275,6 +289,11 @@ pub struct SessionState {
     /// chat does not ask again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cloud_consent: Vec<String>,
+    /// What the chat has cost so far, summed over every model turn
+    /// (sub-agents' included); absent in sessions from before costs were
+    /// kept, whose cost is then unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<lrg_providers::pricing::Cost>,
 }
 
 /// A session as read back from a store.
@@ -302,6 +321,34 @@ pub struct SessionSummary {
     pub rows: usize,
     /// When it last changed, in milliseconds since the Unix epoch.
     pub updated_ms: u64,
+    /// The text of its first user message, clipped to [`TITLE_CHARS`]
+    /// characters (what a chat list shows when it has no name); `None`
+    /// when it has none (or the store does not tell).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_message: Option<String>,
+}
+
+/// How many characters of a chat's first user message
+/// [`SessionSummary::first_message`] keeps.
+pub const TITLE_CHARS: usize = 80;
+
+/// The first user message of `rows` with text, clipped to [`TITLE_CHARS`]
+/// characters (an ellipsis when cut), whitespace runs made one space.
+pub fn first_message(rows: &[Message]) -> Option<String> {
+    rows.iter()
+        .filter(|m| m.role == lrg_providers::Role::User)
+        .map(Message::text)
+        .find(|t| !t.trim().is_empty())
+        .map(|t| clip_title(&t))
+}
+
+/// `text` on one line, cut to [`TITLE_CHARS`] characters with `…` when cut.
+pub(crate) fn clip_title(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(TITLE_CHARS) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line,
+    }
 }
 
 /// A session a store cannot read ([`SessionStore::damaged`]); it is left
@@ -524,6 +571,23 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let _ = (id, model);
         Box::pin(async { Err(StoreError::Unsupported("move a chat to another model")) })
+    }
+
+    /// Give session `id` a name (`None`, or an empty one, clears it),
+    /// durably: kept in its meta ([`SessionMeta::name`]) across restarts.
+    /// A session this handle writes is renamed in place and goes on being
+    /// written; any other is locked for the change
+    /// ([`StoreError::Locked`] while another process writes it). Returns
+    /// whether it existed.
+    ///
+    /// The default refuses ([`StoreError::Unsupported`]).
+    fn rename<'a>(
+        &'a self,
+        id: &'a SessionId,
+        name: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = (id, name);
+        Box::pin(async { Err(StoreError::Unsupported("rename a chat")) })
     }
 
     /// Give back the writer's place (the session is evicted or ended here).

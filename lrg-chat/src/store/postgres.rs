@@ -464,11 +464,15 @@ impl SessionStore for PgStore {
             let client = self.client().await?;
             let rows = client
                 .query(
-                    "SELECT meta, rows, updated_ms, version FROM lrg_sessions \
-                     WHERE ($1::TEXT IS NULL OR owner = $1) \
-                       AND ($2::TEXT IS NULL OR client_key = $2) \
-                       AND ($3::TEXT IS NULL OR context_key = $3) \
-                     ORDER BY updated_ms DESC, id",
+                    // The first user row too: a chat list's title.
+                    "SELECT s.meta, s.rows, s.updated_ms, s.version, \
+                       (SELECT r.row FROM lrg_session_rows r WHERE r.session_id = s.id \
+                          AND r.row LIKE '{\"role\":\"user\"%' ORDER BY r.n LIMIT 1) \
+                     FROM lrg_sessions s \
+                     WHERE ($1::TEXT IS NULL OR s.owner = $1) \
+                       AND ($2::TEXT IS NULL OR s.client_key = $2) \
+                       AND ($3::TEXT IS NULL OR s.context_key = $3) \
+                     ORDER BY s.updated_ms DESC, s.id",
                     &[&filter.owner, &filter.client_key, &filter.context_key],
                 )
                 .await
@@ -483,6 +487,10 @@ impl SessionStore for PgStore {
                         meta,
                         rows: usize::try_from(row.get::<_, i64>(1)).unwrap_or(0),
                         updated_ms: u64::try_from(row.get::<_, i64>(2)).unwrap_or(0),
+                        first_message: row
+                            .get::<_, Option<&str>>(4)
+                            .and_then(|r| serde_json::from_str::<Message>(r).ok())
+                            .and_then(|m| super::first_message(std::slice::from_ref(&m))),
                     }),
                     Err(e) => tracing::warn!("skipping an unreadable session: {e}"),
                 }
@@ -562,6 +570,28 @@ impl SessionStore for PgStore {
                 Some(_) => Ok(()),
                 None => Err(StoreError::NotOpen(id.clone())),
             }
+        })
+    }
+
+    fn rename<'a>(
+        &'a self,
+        id: &'a SessionId,
+        name: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let mut client = self.client().await?;
+            // As for archive: ours is renamed in place; not ours must not
+            // be anyone's while it changes.
+            let ours = self.is_open(id);
+            if !ours {
+                self.take_lock(&client, id).await?;
+            }
+            let name = name.filter(|n| !n.is_empty()).map(str::to_string);
+            let renamed = meta::update_meta(&mut client, id, |m| m.name = name).await;
+            if !ours {
+                Self::unlock(&client, id).await;
+            }
+            Ok(renamed?.is_some())
         })
     }
 

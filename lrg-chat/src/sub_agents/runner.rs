@@ -40,6 +40,14 @@ pub(super) async fn run(
             SubAgentStatus::Failed,
             "The sub-agent gave up: it used all its model turns without a final answer.".into(),
         ),
+        TurnOutcome::Blocked { reason } => (
+            SubAgentStatus::Failed,
+            format!("A hook blocked the sub-agent's task: {reason}"),
+        ),
+        TurnOutcome::OverBudget { reason } => (
+            SubAgentStatus::Failed,
+            format!("The sub-agent ran out of budget: {reason}"),
+        ),
     };
     if let Some((store, sub_id)) = &stored {
         store.release(sub_id).await;
@@ -116,6 +124,8 @@ async fn work(parent: &Shared, id: &str, sub: &ChatSession, prompt: String) -> T
     for entry in sub.events().since(last_seq) {
         relay.pass(parent, &entry.event);
     }
+    // What it spent is the parent chat's cost too.
+    session::absorb_sub_agent(parent, sub);
     outcome
 }
 

@@ -361,6 +361,15 @@ impl SessionTest {
                     outcome = Outcome::StepsExhausted;
                     break;
                 }
+                TurnOutcome::OverBudget { reason } => {
+                    (outcome, detail) = (Outcome::Failed, Some(reason));
+                    break;
+                }
+                TurnOutcome::Blocked { reason } => {
+                    let why = format!("a hook blocked the message: {reason}");
+                    (outcome, detail) = (Outcome::Failed, Some(why));
+                    break;
+                }
             }
         }
         approver.abort();

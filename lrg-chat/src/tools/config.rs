@@ -50,6 +50,10 @@ pub struct McpConfig {
     pub servers: Vec<(String, McpServerConfig)>,
     /// Servers the file lists with `"disabled": true`: named, never started.
     pub disabled: Vec<String>,
+    /// What each server's entry says of its own tools (`tools`, `trust`,
+    /// `autoApprove`; see [`super::ServerPolicy`]), for the servers whose
+    /// entry says anything.
+    pub policies: BTreeMap<String, super::ServerPolicy>,
 }
 
 /// How to reach one MCP server.
@@ -127,6 +131,7 @@ impl McpConfig {
         Self {
             servers,
             disabled: Vec::new(),
+            policies: BTreeMap::new(),
         }
     }
 
@@ -173,6 +178,7 @@ impl McpConfig {
         };
         let mut servers: Vec<(String, McpServerConfig)> = Vec::with_capacity(entries.len());
         let mut disabled = Vec::new();
+        let mut policies = BTreeMap::new();
         for (name, entry) in entries {
             if servers.iter().any(|(n, _)| *n == name) || disabled.contains(&name) {
                 return Err(McpConfigError::Server {
@@ -186,10 +192,25 @@ impl McpConfig {
                 disabled.push(name);
                 continue;
             }
+            if let Some(map) = entry.as_object() {
+                let policy = super::ServerPolicy::from_entry(map).map_err(|problem| {
+                    McpConfigError::Server {
+                        server: name.clone(),
+                        problem,
+                    }
+                })?;
+                if !policy.is_empty() {
+                    policies.insert(name.clone(), policy);
+                }
+            }
             let server = parse_server(&name, entry)?;
             servers.push((name, server));
         }
-        Ok(Self { servers, disabled })
+        Ok(Self {
+            servers,
+            disabled,
+            policies,
+        })
     }
 
     /// The server named `name`, if configured.

@@ -289,8 +289,26 @@ impl McpServer {
         if cancel.is_cancelled() {
             return CallOutcome::Done(not_started_output(tool));
         }
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        let result = tokio::time::timeout(timeout, peer.call_tool(params)).await;
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let span = crate::otel::mcp_span("tools/call", Some(tool), self.transport());
+        if let Some(traceparent) = crate::otel::traceparent_of(&span) {
+            params
+                .meta
+                .get_or_insert_with(Default::default)
+                .set_traceparent(traceparent);
+        }
+        let result = tokio::time::timeout(
+            timeout,
+            tracing::Instrument::instrument(peer.call_tool(params), span.clone()),
+        )
+        .await;
+        match &result {
+            Ok(Ok(r)) if r.is_error == Some(true) => crate::otel::record_error(&span, "tool_error"),
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => crate::otel::record_error(&span, "mcp_error"),
+            Err(_) => crate::otel::record_error(&span, "timeout"),
+        }
+        drop(span);
         let restart_note = restarted.then(|| {
             format!(
                 "tool server `{}` had stopped and was restarted before this call",
@@ -470,6 +488,10 @@ impl McpServer {
                 .collect();
             Ok((client, task, tools))
         };
+        let attempt = tracing::Instrument::instrument(
+            attempt,
+            crate::otel::mcp_span("initialize", None, self.transport()),
+        );
         match tokio::time::timeout(self.connect_timeout, attempt).await {
             Ok(r) => r,
             Err(_) => Err(format!(
@@ -488,6 +510,15 @@ impl McpServer {
             .serve(transport)
             .await
             .map_err(|e| format!("MCP initialization failed: {e}"))
+    }
+
+    /// How the server is reached, for its spans.
+    fn transport(&self) -> crate::otel::McpTransport {
+        match &self.connector {
+            Connector::Config(McpServerConfig::Stdio(_)) => crate::otel::McpTransport::Pipe,
+            Connector::Config(McpServerConfig::Http(_)) => crate::otel::McpTransport::Tcp,
+            Connector::InProcess(_) => crate::otel::McpTransport::InProcess,
+        }
     }
 
     /// The largest message read from the server. The JSON of a result
@@ -545,6 +576,13 @@ async fn connect_http(
     config.max_sse_event_size = config.max_sse_event_size.max(max_event);
     // rmcp builds its own reqwest client, which needs a TLS provider installed.
     lrg_providers::transport::ensure_tls_provider();
+    // With `otel`, a client that sends each call's `traceparent` header.
+    #[cfg(feature = "otel")]
+    let transport = StreamableHttpClientTransport::with_client(
+        crate::otel::mcp_http::TracedHttp::new()?,
+        config,
+    );
+    #[cfg(not(feature = "otel"))]
     let transport = StreamableHttpClientTransport::from_config(config);
     client
         .serve(transport)

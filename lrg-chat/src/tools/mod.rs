@@ -43,6 +43,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 mod capped;
+pub mod client;
 pub(crate) use capped::size as byte_size;
 mod child;
 pub mod config;
@@ -52,7 +53,9 @@ mod in_process;
 mod inherit_env;
 mod mcp;
 pub mod names;
+mod policy;
 mod rust_fn;
+pub mod search;
 mod validate;
 
 pub use config::{
@@ -62,8 +65,10 @@ pub use host::{
     AddToolError, DEFAULT_MAX_RESULT_BYTES, ServerFailure, ToolHost, ToolHostOptions, ToolInfo,
     ToolSource,
 };
+pub use policy::{ServerPolicy, ToolPolicy, Trust};
 pub use rust_fn::NoArgs;
-pub use validate::describe_arguments;
+pub(crate) use validate::{ArgumentCheck, teach_runtime_error};
+pub use validate::{TEACH_CAP, describe_arguments};
 
 /// What a tool may do to the world, from its MCP annotations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -174,6 +179,22 @@ pub trait Tools: Send + Sync {
         arguments: Value,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, ToolOutput>;
+
+    /// What the tools' own configuration says of `name` (an `mcpServers`
+    /// entry's `trust`, `autoApprove` and `tools.always`; see
+    /// [`ToolPolicy`]). Default: nothing.
+    fn policy(&self, name: &str) -> ToolPolicy {
+        let _ = name;
+        ToolPolicy::default()
+    }
+
+    /// Hand a call of a client tool ([`ToolPolicy::runs_on`] is
+    /// [`client::RunsOn::Client`]) to the app's stream; whether someone
+    /// took it. Default: no one.
+    fn client_call(&self, call: &client::ClientCall) -> bool {
+        let _ = call;
+        false
+    }
 }
 
 /// What the model is told when it calls a tool that does not exist: the one

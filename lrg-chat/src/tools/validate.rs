@@ -7,7 +7,10 @@
 
 use std::fmt::Write as _;
 
+use lrg_providers::{Part, ToolSpec};
 use serde_json::{Map, Value};
+
+use super::ToolOutput;
 
 /// How many problems are listed before "and N more".
 const MAX_LISTED_ERRORS: usize = 5;
@@ -111,6 +114,61 @@ impl ArgumentCheck {
         out.push_str("\nCall the tool again with arguments that match.");
         out
     }
+}
+
+/// Most characters of the expected arguments a runtime error repeats.
+pub const TEACH_CAP: usize = 500;
+
+/// The start of [`ArgumentCheck`]'s own messages, which already say what
+/// the schema expects.
+const INVALID_PREFIX: &str = "Invalid arguments for tool `";
+
+/// A tool's own runtime error, followed by what the model can do about it:
+/// the tool's expected arguments (at most [`TEACH_CAP`] characters) and one
+/// line on what to try. Small models do not look back for the schema, and
+/// a wrong argument often surfaces as "not found" or "permission denied",
+/// so the error text is not second-guessed by its words. Left as it is:
+/// a success; a stopped message (`stopped`); an error with a warning (the
+/// server died, timed out or was restarted: lrg's side, not the
+/// arguments); the argument check's own message (it already teaches); and
+/// a tool that takes no arguments (there is nothing to correct).
+pub(crate) fn teach_runtime_error(spec: &ToolSpec, output: &mut ToolOutput, stopped: bool) {
+    if !output.is_error
+        || stopped
+        || output.warning.is_some()
+        || !takes_arguments(&spec.input_schema)
+    {
+        return;
+    }
+    let own_check = output
+        .parts
+        .iter()
+        .any(|p| matches!(p, Part::Text { text } if text.starts_with(INVALID_PREFIX)));
+    if own_check {
+        return;
+    }
+    let name = &spec.name;
+    let hint = format!(
+        "\n\n{}\nNext: if the error is about the arguments, call `{name}` again with corrected ones; \
+         if not, do not repeat the call: do the task another way or tell the user.",
+        truncate(&describe_arguments(&spec.input_schema), TEACH_CAP)
+    );
+    match output.parts.iter_mut().rev().find_map(|p| match p {
+        Part::Text { text } => Some(text),
+        _ => None,
+    }) {
+        Some(text) => text.push_str(&hint),
+        None => output.parts.push(Part::text(hint.trim_start())),
+    }
+}
+
+/// Whether the schema names any argument (or alternatives of them).
+fn takes_arguments(schema: &Value) -> bool {
+    let named = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    named || ["oneOf", "anyOf"].iter().any(|k| schema.get(*k).is_some())
 }
 
 /// Arguments as an object. `null` means none; a string holding a JSON
@@ -296,11 +354,12 @@ fn describe_one(root: &Value, schema: &Value, ty: &str, depth: usize) -> String 
             let mut s = other.to_owned();
             // Number formats (`int64`, `uint8`, `double`...) are how schemars
             // spells Rust types: noise for a model. `date-time`, `uri`... help.
+            // `null` (of `Option<u32>`: `["integer", "null"]`) has none.
             let numeric = matches!(other, "integer" | "number");
             if let Some(f) = schema
                 .get("format")
                 .and_then(Value::as_str)
-                .filter(|_| !numeric)
+                .filter(|_| !numeric && other != "null")
             {
                 let _ = write!(s, " ({f})");
             }

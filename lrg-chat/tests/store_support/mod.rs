@@ -17,11 +17,14 @@ use lrg_providers::{Image, Message, NativePart, Part, Role, ToolCall, ToolResult
 use serde_json::json;
 
 mod kept_choices;
+mod names;
 mod reopen;
 // Used through `conformance_suite!`, which not every test that shares this
 // module runs.
 #[allow(unused_imports)]
 pub use kept_choices::*;
+#[allow(unused_imports)]
+pub use names::*;
 #[allow(unused_imports)]
 pub use reopen::*;
 
@@ -444,7 +447,7 @@ macro_rules! conformance_suite {
             sub_agents_go_with_their_parent, archive_releases_the_keys,
             rebind_moves_a_chat_to_another_model,
             the_registry_never_loses_a_chat_on_another_model,
-            the_lock_and_consent_last_on_resume);
+            the_lock_and_consent_last_on_resume, names_and_first_messages_are_listed);
     };
     (@tests $make:path; $($check:ident),*) => {
         $(

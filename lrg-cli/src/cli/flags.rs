@@ -56,17 +56,48 @@ pub struct LimitArgs {
     /// [default: 180]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     pub turn_deadline: Option<std::time::Duration>,
+    /// Stop before a model turn that would take this run past USD dollars (the cost so far plus
+    /// the next request's estimated input, priced by `lrg prices`); exit 3
+    #[arg(long, value_name = "USD", value_parser = dollars)]
+    pub max_cost: Option<f64>,
+    /// Stop before a model turn that would take this run past N tokens (prompt and completion
+    /// together, the next request's estimated input included); exit 3
+    #[arg(long, value_name = "N")]
+    pub max_tokens_total: Option<u64>,
+    /// Offer the model a few tools and `search_tools` instead of all of them: auto (above 30
+    /// tools, or a tenth of a known context window), on, or off [default: auto]
+    #[arg(long, value_name = "WHEN")]
+    pub tool_search: Option<lrg_chat::tools::search::ToolSearch>,
+}
+
+/// `--max-cost`: dollars, 0 or more.
+fn dollars(s: &str) -> Result<f64, String> {
+    match s.trim_start_matches('$').parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd >= 0.0 => Ok(usd),
+        _ => Err(format!("`{s}` is not an amount of dollars (e.g. 0.50)")),
+    }
 }
 
 impl LimitArgs {
-    /// `config` with these limits applied over it.
+    /// `config` with these limits applied over it, and the window assumed
+    /// for a model that reports none set to the catalog's.
     pub fn apply(&self, mut config: SessionConfig) -> SessionConfig {
+        // One window for a model that reports none, in every front end: the
+        // catalog's, which `lrg models` and the page's menu show.
+        config.context.default_window = lrg_providers::catalog::ASSUMED_CONTEXT_WINDOW;
         if let Some(max) = self.max_answer {
             config.max_answer_bytes = max;
         }
         if let Some(deadline) = self.turn_deadline {
             config.retry.deadline = Some(deadline);
         }
+        if let Some(search) = self.tool_search {
+            config.tool_search = search;
+        }
+        config.prices = crate::prices::table();
+        config.budget.per_run = lrg_chat::SpendLimit::default()
+            .usd(self.max_cost)
+            .tokens(self.max_tokens_total);
         config
     }
 }
@@ -216,4 +247,29 @@ pub(super) fn seconds(s: &str) -> Result<std::time::Duration, String> {
             "expected seconds above 0 (at most a day), got `{s}`"
         )),
     }
+}
+
+/// Where a session's prompt sections come from, besides `--system`:
+/// project instructions, skills, memory.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ContextArgs {
+    /// Leave out the project instructions (the AGENTS.md files from here up to the repository
+    /// root) and the project's skills (.lrg/skills/)
+    #[arg(long)]
+    pub no_project_context: bool,
+    #[command(flatten)]
+    pub extras: SkillMemoryArgs,
+}
+
+/// Skills and memory, which `serve` takes without a project.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SkillMemoryArgs {
+    /// Also offer the skills in DIR (folders with a SKILL.md), before the project's and your own
+    /// ($XDG_CONFIG_HOME/lrg/skills) (repeatable)
+    #[arg(long = "skills", value_name = "DIR")]
+    pub skills: Vec<PathBuf>,
+    /// Keep a memory in FILE (Markdown), shown to the model, which may add to it with `remember`
+    /// and take from it with `forget` (both ask under the default mode)
+    #[arg(long, value_name = "FILE")]
+    pub memory: Option<PathBuf>,
 }

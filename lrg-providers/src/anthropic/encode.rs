@@ -122,6 +122,7 @@ pub fn encode(request: &TurnRequest, config: &AnthropicConfig) -> Result<Value, 
                 &[
                     ("temperature", temperature.is_some()),
                     ("top_p", settings.top_p.is_some()),
+                    ("top_k", settings.top_k.is_some()),
                 ],
             );
         }
@@ -137,6 +138,9 @@ pub fn encode(request: &TurnRequest, config: &AnthropicConfig) -> Result<Value, 
                     body.insert("top_p".into(), json!(decimal(p)));
                 }
                 None => {}
+            }
+            if let Some(k) = settings.top_k {
+                body.insert("top_k".into(), json!(k));
             }
         }
     }

@@ -79,6 +79,9 @@ pub fn encode(request: &TurnRequest, config: &GeminiConfig) -> Result<Value, Pro
     if let Some(p) = settings.top_p {
         generation.insert("topP".into(), json!(decimal(p)));
     }
+    if let Some(k) = settings.top_k {
+        generation.insert("topK".into(), json!(k));
+    }
     if let Some(seed) = settings.seed {
         // The API's seed is an int32: keep the low 31 bits, so one seed
         // still always means the same sampling.

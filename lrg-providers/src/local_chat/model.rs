@@ -155,8 +155,14 @@ impl LocalChatModel {
             seed: settings.seed.or(self.seed),
         };
         // The answer is JSON its grammar closes: a stop sequence would cut it
-        // mid-object.
-        crate::generation::dropped("local engine", &[("stop", !settings.stop.is_empty())]);
+        // mid-object. The engines' samplers have no top-k cut yet.
+        crate::generation::dropped(
+            "local engine",
+            &[
+                ("stop", !settings.stop.is_empty()),
+                ("top_k", settings.top_k.is_some()),
+            ],
+        );
         (turn, tools, unusable)
     }
 }

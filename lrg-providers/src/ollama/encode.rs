@@ -78,6 +78,9 @@ pub fn encode(request: &TurnRequest, config: &OllamaConfig) -> Result<Value, Pro
     if let Some(p) = settings.top_p {
         options.insert("top_p".into(), Value::from(decimal(p)));
     }
+    if let Some(k) = settings.top_k {
+        options.insert("top_k".into(), Value::from(k));
+    }
     if let Some(seed) = settings.seed {
         options.insert("seed".into(), Value::from(seed));
     }

@@ -245,7 +245,13 @@ impl ChatModel for OllamaChat {
             .output_mode(mode)
     }
 
-    fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+    fn turn(&self, mut request: TurnRequest, cancel: CancellationToken) -> TurnStream {
+        crate::text_tools::profile_sampling(
+            self.config.tool_mode,
+            &self.config.model,
+            self.config.temperature,
+            &mut request.settings,
+        );
         let TextTurn { request, parser } =
             TextTurn::new(self.config.tool_mode, &self.config.model, request);
         let body = match encode(&request, &self.config) {

@@ -84,6 +84,11 @@ pub struct Dialect {
     pub seed_field: &'static str,
     /// Most stop sequences the API takes (`None`: no limit); the rest are dropped.
     pub stop_limit: Option<usize>,
+    /// Whether the server takes a `top_k` body field (vLLM, llama-server,
+    /// LM Studio, SGLang, OpenRouter, Together); where not (OpenAI itself,
+    /// Ollama's `/v1`, Mistral, which refuses unknown fields) it is dropped
+    /// with a debug line.
+    pub top_k: bool,
     /// Whether to ask for usage in the stream (`stream_options.include_usage`).
     pub stream_usage: bool,
     /// Delta fields read as reasoning, in order; the first present one is used
@@ -124,6 +129,7 @@ impl Dialect {
         reasoning_prefixes: OPENAI_REASONING_PREFIXES,
         seed_field: "seed",
         stop_limit: Some(4),
+        top_k: false,
         stream_usage: true,
         reasoning_fields: &[],
         image_limit: Some(crate::images::CLOUD_IMAGE_LIMIT),
@@ -149,6 +155,9 @@ impl Dialect {
         provider: "ollama",
         default_base_url: Some("http://localhost:11434/v1"),
         reasoning_fields: &[ReasoningField::Reasoning, ReasoningField::ReasoningContent],
+        // Its `/v1` documents no `top_k` (the native API's `options.top_k`
+        // does, see `crate::ollama`).
+        top_k: false,
         ..Self::SERVER
     };
 
@@ -183,6 +192,7 @@ impl Dialect {
         base_url_env: Some("OPENROUTER_BASE_URL"),
         key_env: &["OPENROUTER_API_KEY"],
         reasoning_fields: &[ReasoningField::Reasoning],
+        top_k: true,
         ..Self::CLOUD
     };
 
@@ -204,6 +214,7 @@ impl Dialect {
         default_base_url: Some("https://api.together.xyz/v1"),
         base_url_env: Some("TOGETHER_BASE_URL"),
         key_env: &["TOGETHER_API_KEY"],
+        top_k: true,
         ..Self::CLOUD
     };
 
@@ -250,6 +261,9 @@ impl Dialect {
         seed_field: "seed",
         // OpenAI's limit, which hosted copies of its API tend to share.
         stop_limit: Some(4),
+        // Not in OpenAI's API, which hosted copies follow; those that
+        // document it say so in their row.
+        top_k: false,
         stream_usage: true,
         reasoning_fields: BOTH_REASONING,
         image_limit: Some(crate::images::CLOUD_IMAGE_LIMIT),
@@ -310,6 +324,7 @@ impl Dialect {
         reasoning_prefixes: &[],
         seed_field: "seed",
         stop_limit: None,
+        top_k: true,
         stream_usage: true,
         reasoning_fields: BOTH_REASONING,
         image_limit: None,

@@ -116,6 +116,7 @@ pub(crate) fn encode_for(
             &[
                 ("temperature", temperature.is_some()),
                 ("top_p", settings.top_p.is_some()),
+                ("top_k", settings.top_k.is_some()),
                 ("stop", !settings.stop.is_empty()),
             ],
         );
@@ -125,6 +126,13 @@ pub(crate) fn encode_for(
         }
         if let Some(p) = settings.top_p {
             body.insert("top_p".into(), Value::from(decimal(p)));
+        }
+        match settings.top_k {
+            Some(k) if dialect.top_k => {
+                body.insert("top_k".into(), Value::from(k));
+            }
+            Some(_) => dropped(dialect.name, &[("top_k", true)]),
+            None => {}
         }
         let stop = capped_stop(dialect.name, &settings.stop, dialect.stop_limit);
         if !stop.is_empty() {

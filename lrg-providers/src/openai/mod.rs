@@ -269,6 +269,13 @@ impl OpenAiChat {
         field: SchemaField,
         cancel: CancellationToken,
     ) -> TurnStream {
+        let mut request = request;
+        crate::text_tools::profile_sampling(
+            self.config.tool_mode,
+            &self.config.model,
+            self.config.temperature,
+            &mut request.settings,
+        );
         let TextTurn { request, parser } =
             TextTurn::new(self.config.tool_mode, &self.config.model, request);
         let body = match encode_for(&request, &self.config, field) {

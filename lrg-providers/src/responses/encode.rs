@@ -126,11 +126,12 @@ pub fn encode(request: &TurnRequest, config: &ResponsesConfig) -> Result<Value, 
             body.insert("top_p".into(), Value::from(decimal(p)));
         }
     }
-    // The Responses API has neither a seed nor stop sequences.
+    // The Responses API has neither a seed, a top-k nor stop sequences.
     dropped(
         config.host.name,
         &[
             ("seed", settings.seed.is_some()),
+            ("top_k", settings.top_k.is_some()),
             ("stop", !settings.stop.is_empty()),
         ],
     );

@@ -68,6 +68,11 @@ const MISTRAL: &[Rule] = &[
 ];
 const LLAMA3: &[Rule] = &[
     Rule::new("<|python_tag|>", call(End::Balanced, Body::JsonList)),
+    // Llama 3.1's custom-tool form (its model card's system prompt).
+    Rule::new(
+        "<function=",
+        call(End::Marker(&["</function>"]), Body::LlamaFunction),
+    ),
     Rule::at_start("{", BARE_JSON_LIST),
     drop("<|eom_id|>"),
     drop("<|eot_id|>"),
@@ -119,6 +124,36 @@ const MARKDOWN_JSON: &[Rule] = &[
     Rule::new("```tool_call", MARKDOWN),
 ];
 
+const GEMMA: &[Rule] = &[
+    Rule::new("```tool_code", call(End::Marker(&["```"]), Body::ToolCode)),
+    Rule::at_start(
+        "[",
+        Open::Call {
+            end: End::Balanced,
+            body: Body::Pythonic,
+            fallback: Fallback::TextUnlessCall,
+        },
+    ),
+    drop("<end_of_turn>"),
+];
+
+/// The markers of the formats of `chain`: all of the first one's, then the
+/// call markers of the others (not their reasoning or end-of-turn tokens,
+/// which the family does not write); a marker already taken keeps the
+/// earlier meaning.
+pub(crate) fn chain(chain: &[ToolFormat]) -> Vec<Rule> {
+    let mut out: Vec<Rule> = Vec::new();
+    for (i, format) in chain.iter().enumerate() {
+        for rule in rules(*format) {
+            let call = matches!(rule.then, Open::Call { .. });
+            if (i == 0 || call) && !out.iter().any(|r| r.open == rule.open) {
+                out.push(*rule);
+            }
+        }
+    }
+    out
+}
+
 /// The markers of `format`.
 pub(crate) fn rules(format: ToolFormat) -> &'static [Rule] {
     match format {
@@ -131,6 +166,7 @@ pub(crate) fn rules(format: ToolFormat) -> &'static [Rule] {
         ToolFormat::DeepSeek => DEEPSEEK,
         ToolFormat::Pythonic => PYTHONIC,
         ToolFormat::MarkdownJson => MARKDOWN_JSON,
+        ToolFormat::Gemma => GEMMA,
     }
 }
 
@@ -160,6 +196,8 @@ pub(crate) fn read_body(
         Body::Mistral => mistral_calls(text),
         Body::DeepSeek => deepseek_calls(text),
         Body::Pythonic => parse_calls(text).ok_or_else(|| unreadable("a Python call list")),
+        Body::LlamaFunction => llama_function_call(text),
+        Body::ToolCode => tool_code_calls(text),
         Body::HarmonyArgs => {
             let name = name.unwrap_or_default().to_string();
             Ok(vec![(name, arguments_of(text)?)])
@@ -243,6 +281,42 @@ fn mistral_calls(text: &str) -> Result<Vec<Written>, Problem> {
         return Err(Problem::NoName);
     }
     Ok(vec![(name.to_string(), arguments_of(args)?)])
+}
+
+/// Llama 3.1: what follows `<function=`: `NAME>{…}`.
+fn llama_function_call(text: &str) -> Result<Vec<Written>, Problem> {
+    let (name, args) = text
+        .split_once('>')
+        .ok_or_else(|| unreadable("`<function=NAME>{…}</function>`"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(Problem::NoName);
+    }
+    Ok(vec![(name.to_string(), arguments_of(args)?)])
+}
+
+/// Gemma's `tool_code` block: one Python call per line (or a list of them),
+/// each possibly wrapped in `print(…)`, as Gemini's code execution writes it.
+fn tool_code_calls(text: &str) -> Result<Vec<Written>, Problem> {
+    let unwrap = |line: &str| -> String {
+        let t = line.trim();
+        match t.strip_prefix("print(").and_then(|r| r.strip_suffix(')')) {
+            Some(inner) => inner.trim().to_string(),
+            None => t.to_string(),
+        }
+    };
+    let problem = || unreadable("Python calls such as `get_weather(city=\"Paris\")`");
+    if let Some(calls) = parse_calls(&unwrap(text)) {
+        return Ok(calls);
+    }
+    let mut calls = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        calls.extend(parse_calls(&unwrap(line)).ok_or_else(problem)?);
+    }
+    if calls.is_empty() {
+        return Err(problem());
+    }
+    Ok(calls)
 }
 
 const DS_CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";

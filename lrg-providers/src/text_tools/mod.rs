@@ -18,6 +18,7 @@
 
 mod decoder;
 mod formats;
+mod fuzz;
 mod json;
 mod mode;
 mod names;
@@ -34,9 +35,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use decoder::TextToolDecoder;
+#[doc(hidden)]
+pub use fuzz::fuzz_parse;
 pub use mode::{TextTurn, ToolMode};
-pub use names::match_tool_name;
-pub use profiles::{Family, ModelProfile, ReasoningFormat, Sampling, profile_for};
+pub use names::{NameMatch, Repair, match_tool_name, resolve_tool_name};
+pub use profiles::{
+    Family, ModelProfile, ReasoningFormat, Sampling, profile_for, profile_sampling,
+};
 pub use prompt::{render_call, tools_prompt};
 pub use recovery::RECOVERY_TOOL;
 
@@ -57,7 +62,8 @@ pub enum ToolFormat {
     /// `[TOOL_CALLS][{"name":…,"arguments":…}]` or `[TOOL_CALLS]NAME[ARGS]{…}`.
     Mistral,
     /// `<|python_tag|>{"name":…,"parameters":…}` or the bare JSON object;
-    /// several calls are joined by `;`.
+    /// several calls are joined by `;`. Also Llama 3.1's custom-tool form
+    /// `<function=NAME>{…}</function>`.
     Llama3,
     /// gpt-oss: `<|channel|>commentary to=functions.NAME …<|message|>{…}<|call|>`.
     Harmony,
@@ -70,11 +76,15 @@ pub enum ToolFormat {
     Pythonic,
     /// ```` ```json {"name":…,"arguments":…} ``` ```` blocks, as a last resort.
     MarkdownJson,
+    /// Gemma: ```` ```tool_code\nget_weather(city="Paris")\n``` ```` blocks
+    /// (results go back in ```` ```tool_output ```` blocks), or a Pythonic
+    /// list at the start of the answer.
+    Gemma,
 }
 
 impl ToolFormat {
     /// Every format, in the order of the table in the docs.
-    pub const ALL: [ToolFormat; 9] = [
+    pub const ALL: [ToolFormat; 10] = [
         ToolFormat::Hermes,
         ToolFormat::Qwen3Coder,
         ToolFormat::Mistral,
@@ -84,6 +94,7 @@ impl ToolFormat {
         ToolFormat::DeepSeek,
         ToolFormat::Pythonic,
         ToolFormat::MarkdownJson,
+        ToolFormat::Gemma,
     ];
 
     /// The name used on the command line and in serde (`qwen3-coder`).
@@ -98,6 +109,7 @@ impl ToolFormat {
             ToolFormat::DeepSeek => "deepseek",
             ToolFormat::Pythonic => "pythonic",
             ToolFormat::MarkdownJson => "markdown-json",
+            ToolFormat::Gemma => "gemma",
         }
     }
 }
@@ -172,7 +184,8 @@ const HARMONY_CLOSERS: [&str; 5] = [
 #[derive(Debug)]
 pub struct TextToolParser {
     format: ToolFormat,
-    rules: &'static [Rule],
+    /// The markers of every format in the chain, the first format's first.
+    rules: Vec<Rule>,
     openers: Markers,
     /// What ends a Harmony header (built once, not per delta).
     header_end: Markers,
@@ -191,13 +204,24 @@ pub struct TextToolParser {
 }
 
 impl TextToolParser {
-    /// A parser for `format` that accepts calls to `tools`.
+    /// A parser for `format` alone that accepts calls to `tools`.
     pub fn new(format: ToolFormat, tools: &[ToolSpec]) -> Self {
-        let rules = formats::rules(format);
+        Self::chained(&[format], tools)
+    }
+
+    /// A parser that reads the formats of `chain` at once, the first one's
+    /// markers before the others' where two start at the same place (a
+    /// marker two formats share is the first one's): a family's format,
+    /// then fenced JSON ([`ToolFormat::chain`]). Its [`format`](Self::format)
+    /// (the one recovery messages show) is the first; an empty chain reads
+    /// [`ToolFormat::MarkdownJson`].
+    pub fn chained(chain: &[ToolFormat], tools: &[ToolSpec]) -> Self {
+        let format = chain.first().copied().unwrap_or(ToolFormat::MarkdownJson);
+        let rules = formats::chain(chain);
         Self {
             format,
-            rules,
             openers: Markers::new(rules.iter().map(|r| r.open)),
+            rules,
             header_end: Markers::new([HARMONY_MESSAGE]),
             tools: tools.to_vec(),
             names: tools.iter().map(|t| t.name.clone()).collect(),
@@ -364,7 +388,7 @@ impl TextToolParser {
             match &mut self.mode {
                 Mode::Text => {
                     let at_start = self.at_start;
-                    let rules = self.rules;
+                    let rules = &self.rules;
                     let hit = find(s, &self.openers, |i| at_start || !rules[i].start_only);
                     match hit {
                         Hit::Full { pos: p, idx } => {
@@ -681,7 +705,12 @@ impl TextToolParser {
                     self.calls += 1;
                 }
                 None => {
-                    let message = recovery::unknown_name(self.format, &written, &self.tools);
+                    let candidates = match resolve_tool_name(&written, &self.names) {
+                        NameMatch::Ambiguous(names) => names,
+                        _ => Vec::new(),
+                    };
+                    let message =
+                        recovery::unknown_name(self.format, &written, &candidates, &self.tools);
                     self.fail(message, out);
                 }
             }
@@ -736,70 +765,3 @@ fn split_list(text: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests;
-
-/// Feeds `data` to a [`TextToolParser`]: the first byte picks the format
-/// (its high bit: [starting in reasoning](TextToolParser::starting_in_reasoning)),
-/// the second the chunk size, the rest is the answer text (lossy UTF-8). Checks
-/// what holds for any input: no panic, text and reasoning out never longer
-/// than the text in, at most one call per input byte, and every call names an
-/// offered tool or is a [`RECOVERY_TOOL`] call. Shared by the cargo-fuzz target
-/// (`fuzz/`) and the test that runs its seed corpus.
-///
-/// # Panics
-///
-/// When an invariant fails: that is what the fuzzer looks for.
-#[doc(hidden)]
-#[allow(clippy::panic)]
-pub fn fuzz_parse(data: &[u8]) {
-    let [format, chunk, rest @ ..] = data else {
-        return;
-    };
-    // The high bit: a template that opened reasoning in the prompt.
-    let in_reasoning = format & 0x80 != 0;
-    let format = ToolFormat::ALL[usize::from(*format & 0x7f) % ToolFormat::ALL.len()];
-    let chunk = usize::from(*chunk).max(1);
-    let text = String::from_utf8_lossy(rest);
-    let tool = |name: &str| ToolSpec {
-        name: name.into(),
-        description: String::new(),
-        input_schema: serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "n": {"type": "integer"}}}),
-        annotations: Default::default(),
-    };
-    let tools = [tool("get_weather"), tool("add")];
-    let mut parser = TextToolParser::new(format, &tools);
-    if in_reasoning {
-        parser = parser.starting_in_reasoning();
-    }
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < text.len() {
-        let mut end = (at + chunk).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        parser.feed(&text[at..end], &mut out);
-        at = end;
-    }
-    parser.finish(&mut out);
-    let (mut shown, mut calls) = (0usize, 0usize);
-    for event in &out {
-        match event {
-            TurnEvent::TextDelta { text } | TurnEvent::ReasoningDelta { text } => {
-                shown += text.len();
-            }
-            TurnEvent::ToolCall(call) => {
-                calls += 1;
-                if call.name != RECOVERY_TOOL && !tools.iter().any(|t| t.name == call.name) {
-                    panic!("a call to a tool that was not offered: {call:?}");
-                }
-            }
-            other => panic!("the parser emitted {other:?}"),
-        }
-    }
-    if shown > text.len() {
-        panic!("{shown} bytes of text out for {} in", text.len());
-    }
-    if calls > text.len() {
-        panic!("{calls} calls from {} bytes", text.len());
-    }
-}

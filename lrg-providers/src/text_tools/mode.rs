@@ -5,6 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::prompt::render_result;
 use super::{
     TextToolParser, ToolFormat, UnknownToolFormat, profile_for, render_call, tools_prompt,
 };
@@ -72,8 +73,9 @@ impl TextTurn {
             ToolMode::Text(format) => (format, false),
             _ => (profile.tool_format, profile.server_parses_tools),
         };
+        // The family's format first, then fenced JSON.
         let mut parser =
-            TextToolParser::new(format, &request.tools).with_history(&request.messages);
+            TextToolParser::chained(format.chain(), &request.tools).with_history(&request.messages);
         if profile.starts_in_reasoning {
             parser = parser.starting_in_reasoning();
         }
@@ -109,10 +111,7 @@ fn as_text_history(format: ToolFormat, messages: Vec<Message>) -> Vec<Message> {
                     }],
                     Part::ToolResult(result) => {
                         let mut parts = vec![Part::Text {
-                            text: format!(
-                                "<tool_response>\n{}\n</tool_response>",
-                                result.text_content()
-                            ),
+                            text: render_result(format, &result.text_content()),
                         }];
                         parts.extend(
                             result

@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ToolFormat;
+use super::{ToolFormat, ToolMode};
+use crate::GenerationSettings;
 
 /// A model family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -66,6 +67,23 @@ pub struct Sampling {
 }
 
 impl Sampling {
+    /// Put these values into `settings` when it sets no sampling of its own
+    /// (no temperature, top_p nor top_k): a family's advice is taken whole
+    /// or not at all, never mixed with a person's own choice. Whether any
+    /// value was put in.
+    pub fn fill(&self, settings: &mut GenerationSettings) -> bool {
+        let own =
+            settings.temperature.is_some() || settings.top_p.is_some() || settings.top_k.is_some();
+        let advice = self.temperature.is_some() || self.top_p.is_some() || self.top_k.is_some();
+        if own || !advice {
+            return false;
+        }
+        settings.temperature = self.temperature;
+        settings.top_p = self.top_p;
+        settings.top_k = self.top_k;
+        true
+    }
+
     const fn new(temperature: f32, top_p: f32, top_k: Option<u32>) -> Self {
         Self {
             temperature: Some(temperature),
@@ -213,7 +231,7 @@ const DEEPSEEK: ModelProfile = profile(
 );
 const GEMMA: ModelProfile = profile(
     F::Gemma,
-    T::Pythonic,
+    T::Gemma,
     R::None,
     Sampling::new(1.0, 0.95, Some(64)),
     false,
@@ -264,6 +282,46 @@ const PROFILES: &[(&str, ModelProfile)] = &[
     ("gemma", GEMMA),
 ];
 
+impl ToolFormat {
+    /// The parsers a turn in this format runs, in order: the format itself,
+    /// then fenced JSON (```` ```json ````), the shape most models fall
+    /// back to when they forget their own.
+    pub fn chain(self) -> &'static [ToolFormat] {
+        use ToolFormat as T;
+        match self {
+            T::Hermes => &[T::Hermes, T::MarkdownJson],
+            T::Qwen3Coder => &[T::Qwen3Coder, T::MarkdownJson],
+            T::Mistral => &[T::Mistral, T::MarkdownJson],
+            T::Llama3 => &[T::Llama3, T::MarkdownJson],
+            T::Harmony => &[T::Harmony, T::MarkdownJson],
+            T::Granite => &[T::Granite, T::MarkdownJson],
+            T::DeepSeek => &[T::DeepSeek, T::MarkdownJson],
+            T::Pythonic => &[T::Pythonic, T::MarkdownJson],
+            T::MarkdownJson => &[T::MarkdownJson],
+            T::Gemma => &[T::Gemma, T::MarkdownJson],
+        }
+    }
+}
+
+/// A request's sampling for `model` under `mode`: where the profile is in
+/// use ([`ToolMode::Auto`] or a text format) and neither the request nor
+/// the adapter's config (`configured_temperature`) sets any, the family's
+/// recommended sampling ([`ModelProfile::sampling`]) is filled in. Native
+/// mode leaves the choice to the server.
+pub fn profile_sampling(
+    mode: ToolMode,
+    model: &str,
+    configured_temperature: Option<f32>,
+    settings: &mut GenerationSettings,
+) {
+    if mode == ToolMode::Native || configured_temperature.is_some() {
+        return;
+    }
+    if profile_for(model).sampling.fill(settings) {
+        tracing::debug!(model, "the model family's recommended sampling applied");
+    }
+}
+
 /// The profile of `model` (a server's model id, e.g. `Qwen/Qwen3-8B-GGUF`,
 /// `qwen3:8b`, `mistral-small-3.2`), from its name.
 pub fn profile_for(model: &str) -> ModelProfile {
@@ -295,7 +353,7 @@ mod tests {
             ("openai/gpt-oss-20b", F::GptOss, T::Harmony),
             ("granite3.3:8b", F::Granite, T::Granite),
             ("deepseek-r1:14b", F::DeepSeek, T::DeepSeek),
-            ("gemma3:12b", F::Gemma, T::Pythonic),
+            ("gemma3:12b", F::Gemma, T::Gemma),
             ("phi4-mini", F::Phi, T::Hermes),
             ("some-new-model", F::Unknown, T::Hermes),
         ];
@@ -327,5 +385,27 @@ mod tests {
             F::DeepSeek
         );
         assert!(!profile_for("gemma3").server_parses_tools);
+    }
+
+    #[test]
+    fn a_family_sampling_fills_only_settings_that_set_none() {
+        let mut none = GenerationSettings::new().max_tokens(10);
+        profile_sampling(ToolMode::Auto, "qwen3:8b", None, &mut none);
+        assert_eq!(
+            (none.temperature, none.top_p, none.top_k, none.max_tokens),
+            (Some(0.6), Some(0.95), Some(20), Some(10))
+        );
+        let mut own = GenerationSettings::new().top_k(5);
+        profile_sampling(ToolMode::Auto, "qwen3:8b", None, &mut own);
+        assert_eq!((own.temperature, own.top_k), (None, Some(5)));
+        let mut configured = GenerationSettings::new();
+        profile_sampling(ToolMode::Auto, "qwen3:8b", Some(0.1), &mut configured);
+        assert!(configured.is_empty());
+        let mut native = GenerationSettings::new();
+        profile_sampling(ToolMode::Native, "qwen3:8b", None, &mut native);
+        assert!(native.is_empty());
+        let mut unknown = GenerationSettings::new();
+        profile_sampling(ToolMode::Auto, "some-new-model", None, &mut unknown);
+        assert!(unknown.is_empty());
     }
 }

@@ -34,17 +34,30 @@ pub fn render_call(format: ToolFormat, name: &str, arguments: &Value) -> String 
         ToolFormat::DeepSeek => format!(
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{arguments}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
         ),
-        ToolFormat::Pythonic => {
-            let args: Vec<String> = arguments
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| format!("{k}={}", python_literal(v)))
-                .collect();
-            format!("[{name}({})]", args.join(", "))
-        }
+        ToolFormat::Pythonic => format!("[{}]", python_call(name, arguments)),
         ToolFormat::MarkdownJson => format!("```json\n{call}\n```"),
+        ToolFormat::Gemma => format!("```tool_code\n{}\n```", python_call(name, arguments)),
     }
+}
+
+/// A tool's result as the history of a text-format conversation shows it:
+/// in Gemma's ```` ```tool_output ```` block, else in `<tool_response>` tags.
+pub(crate) fn render_result(format: ToolFormat, text: &str) -> String {
+    match format {
+        ToolFormat::Gemma => format!("```tool_output\n{text}\n```"),
+        _ => format!("<tool_response>\n{text}\n</tool_response>"),
+    }
+}
+
+/// `name(key=value, …)`.
+fn python_call(name: &str, arguments: &Value) -> String {
+    let args: Vec<String> = arguments
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", python_literal(v)))
+        .collect();
+    format!("{name}({})", args.join(", "))
 }
 
 fn python_literal(value: &Value) -> String {

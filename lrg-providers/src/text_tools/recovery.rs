@@ -73,17 +73,30 @@ pub(crate) fn unreadable(
     .into_value()
 }
 
-/// A call to a tool that was not offered.
-pub(crate) fn unknown_name(format: ToolFormat, written: &str, tools: &[ToolSpec]) -> Value {
+/// A call to a tool that was not offered; `candidates`: the offered names
+/// it fits equally well (see [`super::NameMatch::Ambiguous`]).
+pub(crate) fn unknown_name(
+    format: ToolFormat,
+    written: &str,
+    candidates: &[&str],
+    tools: &[ToolSpec],
+) -> Value {
     let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-    let mut message = format!(
-        "There is no tool named `{written}`. The tools are: {}.",
-        if names.is_empty() {
-            "none".to_string()
-        } else {
-            names.join(", ")
-        }
-    );
+    let mut message = if candidates.is_empty() {
+        format!(
+            "There is no tool named `{written}`. The tools are: {}.",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        )
+    } else {
+        format!(
+            "There is no tool named `{written}`, and it fits several: {}. Call the one you mean by its exact name.",
+            candidates.join(", ")
+        )
+    };
     if let Some(tool) = tools.first() {
         message.push_str(" A call looks like this:\n");
         message.push_str(&render_call(

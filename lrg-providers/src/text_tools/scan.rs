@@ -49,6 +49,10 @@ pub(crate) enum Body {
     DeepSeek,
     /// `[f(a=1), g(b="x")]`.
     Pythonic,
+    /// Llama 3.1's `<function=NAME>{…}</function>` (what follows `<function=`).
+    LlamaFunction,
+    /// Gemma's `tool_code` block: Python calls, one a line.
+    ToolCode,
     /// The arguments of a Harmony call whose name was in the header.
     HarmonyArgs,
 }

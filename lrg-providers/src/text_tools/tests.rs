@@ -120,3 +120,41 @@ fn formats_without_a_reasoning_marker_ignore_a_template_that_opened_one() {
         assert_eq!(got, vec![text("Sunny.")], "{format}");
     }
 }
+
+#[test]
+fn a_text_call_whose_name_fits_several_tools_is_not_guessed() {
+    let tools = [tool("github__search"), tool("gitlab__search")];
+    let mut p = TextToolParser::new(ToolFormat::Hermes, &tools);
+    let mut out = Vec::new();
+    p.feed(
+        "<tool_call>{\"name\": \"functions.search\", \"arguments\": {\"city\": \"x\"}}</tool_call>",
+        &mut out,
+    );
+    p.finish(&mut out);
+    let [TurnEvent::ToolCall(call)] = &out[..] else {
+        panic!("{out:?}");
+    };
+    assert_eq!(call.name, RECOVERY_TOOL);
+    let message = recovery::Recovery::from_arguments(&call.arguments)
+        .unwrap()
+        .message;
+    assert!(
+        message.starts_with(
+            "There is no tool named `functions.search`, and it fits several: github__search, gitlab__search."
+        ),
+        "{message}"
+    );
+    // One that fits exactly one is repaired.
+    let mut p = TextToolParser::new(ToolFormat::Hermes, &tools);
+    let mut out = Vec::new();
+    p.feed(
+        "<tool_call>{\"name\": \"mcp__gitlab__search\", \"arguments\": {}}</tool_call>",
+        &mut out,
+    );
+    p.finish(&mut out);
+    assert_eq!(out, vec![call_event("gitlab__search")]);
+}
+
+fn call_event(name: &str) -> TurnEvent {
+    call("call_0", name, json!({}))
+}

@@ -18,15 +18,17 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+mod catalog;
+
+use super::client::{ClientCall, ClientTool, RunsOn};
 use super::config::{McpConfig, McpServerConfig};
 use super::in_process::ServerEnd;
-use super::mcp::{
-    CallOutcome, Connector, InProcessStart, McpServer, RemoteTool, not_started_output,
-};
-use super::names::{NameAllocator, is_valid_name};
+use super::mcp::{CallOutcome, Connector, InProcessStart, McpServer, not_started_output};
+use super::names::is_valid_name;
 use super::rust_fn::FnTool;
 use super::validate::{self, ArgumentCheck};
-use super::{ToolClass, ToolOutput, Tools, ToolsError};
+use super::{ServerPolicy, ToolClass, ToolOutput, ToolPolicy, Tools, ToolsError};
+use catalog::{Catalog, Target, unknown_tool};
 
 /// Timeouts and limits of a [`ToolHost`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +87,8 @@ pub struct AddToolError {
 pub enum ToolSource {
     /// A Rust function added with [`ToolHost::add_fn`].
     Rust,
+    /// A tool the app's front end runs ([`ToolHost::add_client_tool`]).
+    Client,
     /// An MCP server.
     Mcp {
         /// The server's name.
@@ -123,6 +127,12 @@ pub struct ToolHost {
     options: ToolHostOptions,
     fns: RwLock<Vec<Arc<FnTool>>>,
     servers: RwLock<Vec<Arc<McpServer>>>,
+    /// What servers' entries say of their own tools, by server.
+    policies: RwLock<HashMap<String, ServerPolicy>>,
+    /// Tools the app runs itself (see [`super::client`]).
+    client: RwLock<Vec<ClientTool>>,
+    /// Tools whose call ends the message (see [`ToolHost::set_ends_turn`]).
+    ends_turn: RwLock<std::collections::HashSet<String>>,
     /// Bumped on every change to any source's tools.
     changes: Arc<AtomicU64>,
     catalog: RwLock<Arc<Catalog>>,
@@ -138,30 +148,6 @@ impl std::fmt::Debug for ToolHost {
             .field("servers", &servers)
             .finish()
     }
-}
-
-/// What a name resolves to.
-#[derive(Clone)]
-enum Target {
-    Fn(Arc<FnTool>),
-    Mcp {
-        server: Arc<McpServer>,
-        tool: Arc<RemoteTool>,
-    },
-}
-
-struct Entry {
-    info: ToolInfo,
-    target: Target,
-}
-
-struct Catalog {
-    /// The `changes` value it was built from; `u64::MAX` = never built.
-    built_from: u64,
-    entries: Vec<Entry>,
-    by_name: HashMap<String, usize>,
-    /// Every entry's spec, in order: what listing hands out.
-    specs: Arc<[ToolSpec]>,
 }
 
 fn read<T: Clone>(lock: &RwLock<T>) -> T {
@@ -186,12 +172,16 @@ impl ToolHost {
             options,
             fns: RwLock::new(Vec::new()),
             servers: RwLock::new(Vec::new()),
+            policies: RwLock::new(HashMap::new()),
+            client: RwLock::new(Vec::new()),
+            ends_turn: RwLock::new(Default::default()),
             changes: Arc::new(AtomicU64::new(0)),
             catalog: RwLock::new(Arc::new(Catalog {
                 built_from: u64::MAX,
                 entries: Vec::new(),
                 by_name: HashMap::new(),
                 specs: Arc::from([]),
+                held_back: Vec::new(),
             })),
             closed: AtomicBool::new(false),
         }
@@ -266,11 +256,47 @@ impl ToolHost {
         Ok(())
     }
 
+    /// Register a client tool (see [`super::client`]).
+    pub(super) fn add_client(&self, tool: ClientTool) -> Result<(), AddToolError> {
+        let name = tool.spec.name.clone();
+        let fail = |problem: &str| AddToolError {
+            name: name.clone(),
+            problem: problem.to_owned(),
+        };
+        if !is_valid_name(&name) {
+            return Err(fail(
+                "names must be 1 to 64 characters of a-z, A-Z, 0-9, `_` or `-`",
+            ));
+        }
+        let mut client = lrg_providers::sync::write(&self.client);
+        if client.iter().any(|t| t.spec.name == name) {
+            return Err(fail("another client tool has this name"));
+        }
+        client.push(tool);
+        drop(client);
+        self.changes.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Make a call to `name` end the message: it runs, and its result is
+    /// the outcome, with no further model turn (`on: false` undoes it).
+    pub fn set_ends_turn(&self, name: &str, on: bool) {
+        let mut ends = lrg_providers::sync::write(&self.ends_turn);
+        if on {
+            ends.insert(name.to_owned());
+        } else {
+            ends.remove(name);
+        }
+    }
+
     /// Add every server of a configuration, connecting to all of them at
     /// once. Returns the servers that failed to start (empty when all are
     /// up); they stay registered, keep their place in the naming order, and
     /// can be retried with [`ToolHost::retry_failed`].
     pub async fn add_mcp_config(&self, config: &McpConfig) -> Vec<ServerFailure> {
+        for (server, policy) in &config.policies {
+            self.set_server_policy(server, policy.clone());
+        }
         let mut failures = Vec::new();
         let mut added = Vec::new();
         for (name, cfg) in &config.servers {
@@ -385,6 +411,20 @@ impl ToolHost {
         Ok(server)
     }
 
+    /// What server `server`'s config says of its tools (see
+    /// [`ServerPolicy`]); [`ToolHost::add_mcp_config`] sets it from each
+    /// entry.
+    pub fn set_server_policy(&self, server: &str, policy: ServerPolicy) {
+        lrg_providers::sync::write(&self.policies).insert(server.to_owned(), policy);
+        self.changes.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Tools that servers' configs keep from being offered, as
+    /// `(server, tool)`: `lrg tools` lists them as denied by config.
+    pub fn held_back(&self) -> Vec<(String, String)> {
+        self.catalog().held_back.clone()
+    }
+
     /// Servers that are not running now, with the reason: those that failed
     /// to start, and those that died and were not restarted yet. For
     /// warnings shown to the person.
@@ -443,75 +483,6 @@ impl ToolHost {
         futures::future::join_all(servers.iter().map(|s| s.shutdown())).await;
     }
 
-    /// The current catalog, rebuilt if any source's tools changed.
-    fn catalog(&self) -> Arc<Catalog> {
-        let now = self.changes.load(Ordering::SeqCst);
-        let current = read(&self.catalog);
-        if current.built_from == now {
-            return current;
-        }
-        let fresh = Arc::new(self.build_catalog(now));
-        *lrg_providers::sync::write(&self.catalog) = fresh.clone();
-        fresh
-    }
-
-    fn build_catalog(&self, built_from: u64) -> Catalog {
-        let mut names = NameAllocator::new();
-        let mut entries = Vec::new();
-        for f in read(&self.fns) {
-            let name = names.allocate("rust", &f.spec.name);
-            let spec = ToolSpec {
-                name,
-                ..f.spec.clone()
-            };
-            let class = ToolClass::from_annotations(&spec.annotations);
-            entries.push(Entry {
-                info: ToolInfo {
-                    spec,
-                    class,
-                    source: ToolSource::Rust,
-                },
-                target: Target::Fn(f),
-            });
-        }
-        for server in read(&self.servers) {
-            for tool in server.tools().iter() {
-                let name = names.allocate(&server.name, &tool.name);
-                let spec = ToolSpec {
-                    name,
-                    ..tool.spec.clone()
-                };
-                let class = ToolClass::from_annotations(&spec.annotations);
-                entries.push(Entry {
-                    info: ToolInfo {
-                        spec,
-                        class,
-                        source: ToolSource::Mcp {
-                            server: server.name.clone(),
-                            tool: tool.name.clone(),
-                        },
-                    },
-                    target: Target::Mcp {
-                        server: server.clone(),
-                        tool: tool.clone(),
-                    },
-                });
-            }
-        }
-        let by_name = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.info.spec.name.clone(), i))
-            .collect();
-        let specs = entries.iter().map(|e| e.info.spec.clone()).collect();
-        Catalog {
-            built_from,
-            entries,
-            by_name,
-            specs,
-        }
-    }
-
     async fn call_inner(
         &self,
         name: &str,
@@ -531,6 +502,7 @@ impl ToolHost {
         };
         let check: &ArgumentCheck = match &entry.target {
             Target::Fn(f) => &f.check,
+            Target::Client(_, check) => check,
             Target::Mcp { tool, .. } => &tool.check,
         };
         let args = match validate::normalize_arguments(arguments) {
@@ -550,6 +522,10 @@ impl ToolHost {
         let timeout = self.options.call_timeout;
         let out = match &entry.target {
             Target::Fn(f) => f.call(Value::Object(args), timeout).await,
+            // The session answers these itself (it waits for the app).
+            Target::Client(..) => ToolOutput::error(format!(
+                "`{name}` runs in the app's front end: only a chat session can call it"
+            )),
             Target::Mcp { server, tool } => {
                 match server.call(&tool.name, args, timeout, &cancel).await {
                     CallOutcome::Done(out) => out,
@@ -563,15 +539,6 @@ impl ToolHost {
         };
         super::capped::capped(name, out, self.options.max_result_bytes)
     }
-}
-
-fn unknown_tool(name: &str, catalog: &Catalog) -> ToolOutput {
-    let available: Vec<&str> = catalog
-        .entries
-        .iter()
-        .map(|e| e.info.spec.name.as_str())
-        .collect();
-    ToolOutput::error(super::unknown_tool_message(name, &available))
 }
 
 impl Tools for ToolHost {
@@ -598,5 +565,42 @@ impl Tools for ToolHost {
         cancel: CancellationToken,
     ) -> BoxFuture<'a, ToolOutput> {
         self.call_inner(name, arguments, cancel).boxed()
+    }
+
+    fn policy(&self, name: &str) -> ToolPolicy {
+        let catalog = self.catalog();
+        let Some(entry) = catalog
+            .by_name
+            .get(name)
+            .and_then(|i| catalog.entries.get(*i))
+        else {
+            return ToolPolicy::default();
+        };
+        let mut policy = match &entry.info.source {
+            ToolSource::Mcp { server, tool } => lrg_providers::sync::read(&self.policies)
+                .get(server)
+                .map(|p| p.of(server, tool, entry.info.class))
+                .unwrap_or_default(),
+            _ => ToolPolicy::default(),
+        };
+        if matches!(entry.target, Target::Client(..)) {
+            policy.runs_on = RunsOn::Client;
+        }
+        policy.ends_turn = lrg_providers::sync::read(&self.ends_turn).contains(name);
+        policy
+    }
+
+    fn client_call(&self, call: &ClientCall) -> bool {
+        let catalog = self.catalog();
+        match catalog
+            .by_name
+            .get(&call.tool)
+            .and_then(|i| catalog.entries.get(*i))
+            .map(|e| &e.target)
+        {
+            // An app that dropped its stream answers over events, if at all.
+            Some(Target::Client(tool, _)) => tool.calls.send(call.clone()).is_ok(),
+            _ => false,
+        }
     }
 }
