@@ -259,14 +259,26 @@ mod export {
             .name("lrg-otel-flush".into())
             .spawn(move || {
                 let (tracer, meter) = providers;
-                let _ = tracer.shutdown_with_timeout(super::FLUSH_LIMIT);
-                if let Some(meter) = meter {
-                    let _ = meter.shutdown_with_timeout(super::FLUSH_LIMIT);
+                // An export cut off by the limit reports no error of its
+                // own: the person is told here instead (still once).
+                if let Err(e) = tracer.shutdown_with_timeout(super::FLUSH_LIMIT) {
+                    warn_once("spans", &e);
+                }
+                if let Some(meter) = meter
+                    && let Err(e) = meter.shutdown_with_timeout(super::FLUSH_LIMIT)
+                {
+                    warn_once("metrics", &e);
                 }
                 let _ = done.send(());
             });
-        if spawned.is_ok() {
-            let _ = wait.recv_timeout(super::FLUSH_LIMIT);
+        if spawned.is_ok() && wait.recv_timeout(super::FLUSH_LIMIT).is_err() {
+            warn_once(
+                "spans",
+                &format!(
+                    "it did not take them within {} s",
+                    super::FLUSH_LIMIT.as_secs_f64()
+                ),
+            );
         }
     }
 }

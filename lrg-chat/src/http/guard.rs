@@ -13,6 +13,20 @@ use super::error::ApiError;
 use super::sessions::LiveChat;
 use super::{AppState, auth};
 
+/// The route's `{name}` segment, empty when there is none (a route without
+/// it, or one that does not decode): the caller refuses an empty one.
+pub(crate) async fn path_param(parts: &mut Parts, state: &Arc<AppState>, name: &str) -> String {
+    RawPathParams::from_request_parts(parts, state)
+        .await
+        .ok()
+        .and_then(|p| {
+            p.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+        .unwrap_or_default()
+}
+
 /// The chat named by the route's `{id}`, when the request may use it.
 pub(crate) struct AuthedChat(pub(crate) Arc<LiveChat>);
 
@@ -26,15 +40,7 @@ impl FromRequestParts<Arc<AppState>> for AuthedChat {
         if !auth::origin_allowed(&parts.headers, &state.config.allowed_origins) {
             return Err(ApiError::forbidden());
         }
-        let id = RawPathParams::from_request_parts(parts, state)
-            .await
-            .ok()
-            .and_then(|p| {
-                p.iter()
-                    .find(|(k, _)| *k == "id")
-                    .map(|(_, v)| v.to_string())
-            })
-            .unwrap_or_default();
+        let id = path_param(parts, state, "id").await;
         let given = auth::bearer(&parts.headers).unwrap_or_default();
         let chat = state
             .chats

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{FromRequestParts, RawPathParams};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use super::error::ApiError;
@@ -122,15 +122,7 @@ impl FromRequestParts<Arc<AppState>> for OwnerAuth {
         if !auth::origin_allowed(&parts.headers, &state.config.allowed_origins) {
             return Err(ApiError::forbidden());
         }
-        let owner = RawPathParams::from_request_parts(parts, state)
-            .await
-            .ok()
-            .and_then(|p| {
-                p.iter()
-                    .find(|(k, _)| *k == "owner")
-                    .map(|(_, v)| v.to_string())
-            })
-            .unwrap_or_default();
+        let owner = super::guard::path_param(parts, state, "owner").await;
         let given = auth::bearer(&parts.headers).unwrap_or_default();
         // Both compared, whichever holds, so the time says nothing of which.
         let agent = auth::same_token(given, &state.config.agent_token);
