@@ -69,7 +69,10 @@ async fn run_call(
         ToolClass::from_annotations(&s.annotations)
     });
     let targets = spec.and_then(|s| shared.target_counter.count(s, &call.arguments));
-    let runs_on = shared.tools.policy(&call.name).runs_on;
+    // What the tool's own config says: where it runs, and an allow or ask
+    // (looked up once per call; `spec` is found under the same name).
+    let policy = shared.tools.policy(&call.name);
+    let runs_on = policy.runs_on;
     shared.publish(Event::ToolCall {
         call_id: call.id.clone(),
         tool: call.name.clone(),
@@ -125,7 +128,7 @@ async fn run_call(
     .await;
     let settings = shared.permissions.settings();
     let chat_allowed = shared.lock().chat_allowed.contains(&call.name);
-    let configured = shared.tools.policy(&spec.name).rule;
+    let configured = policy.rule;
     let mut decision = decide_configured(
         &settings,
         &spec.name,
