@@ -4,7 +4,7 @@
 //! agent started again by the next message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod session_support;
+use crate::session_support;
 
 use std::sync::Arc;
 

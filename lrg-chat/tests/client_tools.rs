@@ -5,8 +5,8 @@
 //! `tool_call` with `runs_on: "client"`, `POST …/tool_results/{call_id}`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod http_support;
-mod session_support;
+use crate::http_support;
+use crate::session_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! outgrows its window, while the session keeps the full history.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod session_support;
+use crate::session_support;
 
 use std::sync::Arc;
 

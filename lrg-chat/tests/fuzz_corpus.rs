@@ -3,34 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-
-/// The seed files of fuzz target `target`, sorted; at least `min`.
-fn seeds(target: &str, min: usize) -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target);
-    let mut seeds: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_file())
-        .collect();
-    seeds.sort();
-    assert!(
-        seeds.len() >= min,
-        "only {} seeds in {}",
-        seeds.len(),
-        dir.display()
-    );
-    seeds
-}
+use lrg_providers::fuzz::corpus;
 
 #[test]
 fn mcp_config_seeds() {
-    let seeds = seeds("mcp_config", 3);
     let mut parsed = 0;
-    for seed in &seeds {
-        let data = std::fs::read(seed).unwrap();
+    for (seed, data) in corpus("mcp_config", 3) {
         let outcome = std::panic::catch_unwind(|| lrg_chat::fuzz::mcp_config(&data));
         assert!(outcome.is_ok(), "fuzz checks failed on {}", seed.display());
         let text = String::from_utf8(data).unwrap();
@@ -44,10 +22,8 @@ fn mcp_config_seeds() {
 /// body. Every seed passes the target's checks, and every route has one.
 #[test]
 fn http_bodies_seeds() {
-    let seeds = seeds("http_bodies", 10);
     let mut routes = std::collections::BTreeSet::new();
-    for seed in &seeds {
-        let data = std::fs::read(seed).unwrap();
+    for (seed, data) in corpus("http_bodies", 10) {
         routes.insert(data.first().copied().unwrap_or_default() % 5);
         let outcome = std::panic::catch_unwind(|| lrg_chat::fuzz::http_bodies(&data));
         assert!(outcome.is_ok(), "fuzz checks failed on {}", seed.display());

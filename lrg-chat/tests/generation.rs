@@ -4,7 +4,7 @@
 //! ends the message with an error that names it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod session_support;
+use crate::session_support;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod session_support;
+use crate::session_support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! the uniform 403, limits, and the event stream's replay rules.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod http_support;
+use crate::http_support;
 
 use std::time::Duration;
 

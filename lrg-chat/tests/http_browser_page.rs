@@ -10,8 +10,8 @@
 //! fails under `CI`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod browser_support;
-mod http_support;
+use crate::browser_support;
+use crate::http_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -4,7 +4,7 @@
 //! up in any response.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod http_support;
+use crate::http_support;
 
 use std::sync::Arc;
 

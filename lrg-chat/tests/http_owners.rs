@@ -5,7 +5,7 @@
 //! the uniform 403, on everyone else's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod http_support;
+use crate::http_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! one body chunk, and heartbeats on an idle stream.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod http_support;
+use crate::http_support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! and the "local only" lock through the routes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod http_support;
+use crate::http_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! is recorded; the body is still read strictly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod http_support;
+use crate::http_support;
 
 use http_support::*;
 use lrg_chat::events::Event;

@@ -3,7 +3,7 @@
 //! every change of destination.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod session_support;
+use crate::session_support;
 
 use std::sync::{Arc, Mutex};
 

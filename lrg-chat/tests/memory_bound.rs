@@ -4,7 +4,7 @@
 //! still there to rebuild from (the transcript).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod http_support;
+use crate::http_support;
 
 use std::sync::Arc;
 use std::time::Duration;

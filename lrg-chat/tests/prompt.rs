@@ -5,7 +5,7 @@
 //! effect on the next message; the preview route.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod session_support;
+use crate::session_support;
 
 use std::path::Path;
 use std::sync::Arc;

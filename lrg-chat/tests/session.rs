@@ -2,7 +2,7 @@
 //! snapshot of the event log per scenario.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod session_support;
+use crate::session_support;
 
 use std::sync::Arc;
 

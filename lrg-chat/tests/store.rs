@@ -2,7 +2,7 @@
 //! lines, bad files, the files themselves).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod store_support;
+use crate::store_support;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -6,8 +6,8 @@
 //! viewer before it is kept.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod http_support;
-mod store_support;
+use crate::http_support;
+use crate::store_support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

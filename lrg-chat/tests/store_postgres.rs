@@ -9,7 +9,7 @@
 #![cfg(feature = "postgres")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod store_support;
+use crate::store_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

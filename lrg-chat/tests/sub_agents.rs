@@ -4,7 +4,7 @@
 //! results arrive in the order the test chooses.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod session_support;
+use crate::session_support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

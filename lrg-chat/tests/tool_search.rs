@@ -6,8 +6,8 @@
 //! per-server config: `tools.allow`/`deny`, `trust`, `autoApprove`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod session_support;
-mod tool_search_support;
+use crate::session_support;
+use crate::tool_search_support;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -4,7 +4,7 @@
 //! repair loop and its budget, tools first, stop, and bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod session_support;
+use crate::session_support;
 
 use std::sync::Arc;
 

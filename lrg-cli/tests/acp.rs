@@ -3,7 +3,7 @@
 //! binary on a scripted model, with the demo MCP server as its tools.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! `--json` outcome line of `lrg run`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, ran};
 

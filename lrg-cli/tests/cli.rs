@@ -3,7 +3,7 @@
 //! tool server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Read as _;
 use std::process::Stdio;

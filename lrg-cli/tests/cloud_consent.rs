@@ -3,7 +3,7 @@
 //! permission settings say "don't ask again" for.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, ran};
 

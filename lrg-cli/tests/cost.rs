@@ -3,7 +3,7 @@
 //! and the totals of `lrg sessions show`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, ran};
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! value is a usage error (exit 2) that names the flag's rule.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, Ran, ran};
 use serde_json::{Value, json};

@@ -3,8 +3,8 @@
 //! long a turn may go on retrying), on `run`, `chat` and `serve`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod security_support;
+use crate::common;
+use crate::security_support;
 
 use std::io::Write as _;
 use std::process::Stdio;

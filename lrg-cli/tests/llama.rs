@@ -5,7 +5,7 @@
 #![cfg(feature = "llama")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, ran};
 use lrg_llama::testing::{

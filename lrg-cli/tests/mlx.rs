@@ -8,7 +8,7 @@
 #![cfg(feature = "mlx")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

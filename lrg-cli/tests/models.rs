@@ -3,7 +3,7 @@
 //! locality, and `--local-only`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, ran};
 use lrg_providers::Provider;

@@ -4,7 +4,7 @@
 //! availability.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, Ran, ran};
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! (exit 2, before any model is contacted); `--json` carries `json`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, ran};
 use serde_json::{Value, json};

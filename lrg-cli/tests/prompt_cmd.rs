@@ -5,7 +5,7 @@
 //! when the call is approved.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, Ran, call_then_reply, ran};
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! shows up in stdout, stderr or a recording, even when the server echoes it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, Ran, ran};
 use serde_json::{Value, json};

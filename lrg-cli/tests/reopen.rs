@@ -7,7 +7,7 @@
 //! (`XDG_DATA_HOME`), under a fixed OS user.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

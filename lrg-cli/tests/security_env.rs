@@ -7,7 +7,7 @@
 //! `--model-timeout`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader};

@@ -5,7 +5,7 @@
 //! answer, never the file's content nor whether it exists.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod security_support;
+use crate::security_support;
 
 use std::time::Duration;
 

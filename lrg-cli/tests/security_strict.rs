@@ -4,7 +4,7 @@
 //! naming another host (DNS rebinding) gets the uniform 403.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod security_support;
+use crate::security_support;
 
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};

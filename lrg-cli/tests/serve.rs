@@ -3,7 +3,7 @@
 //! refuses to listen beyond loopback unless told to.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -4,7 +4,7 @@
 //! (`XDG_DATA_HOME`), under a fixed OS user.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::Stdio;

@@ -4,7 +4,7 @@
 //! JSON or not a usable JSON Schema fails the load, named with its line.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, ran};
 use serde_json::Value;

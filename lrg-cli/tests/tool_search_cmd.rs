@@ -4,7 +4,7 @@
 //! on` offers `search_tools`, whose search is a `tools_found` event.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Env, ran};
 use serde_json::Value;

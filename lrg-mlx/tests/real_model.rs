@@ -1,9 +1,9 @@
 //! Smoke test on real weights: `LRG_TEST_MLX_MODEL_DIR=/models/Qwen3-0.6B-4bit
-//! LRG_MLX_PYTHON=… cargo test -p lrg-mlx --test real_model -- --ignored`.
+//! LRG_MLX_PYTHON=… cargo test -p lrg-mlx --test all real_model -- --ignored`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{config, five_tool_schema, msg, run, start, turn};
 use lrg_providers::local_chat::{EngineRole, EngineStop, LocalEngine};

@@ -2,7 +2,7 @@
 //!
 //! They live here, not in the fuzz crate, so the seed corpus of every target
 //! runs through the very same code as an ordinary test
-//! (`lrg-providers/tests/fuzz_corpus.rs`) without cargo-fuzz or nightly. Each
+//! (`lrg-providers/tests/fuzz_corpus.rs`, a module of its one test binary) without cargo-fuzz or nightly. Each
 //! takes arbitrary bytes, must not panic, and panics on purpose when an
 //! invariant breaks (that is how a fuzzer reports it). Not API.
 
@@ -257,5 +257,43 @@ pub fn recording(data: &[u8]) {
         if let Err(error) = Recording::from_json(path, &written) {
             panic!("a recording read back fails: {error}\n{written}");
         }
+    }
+}
+
+/// The seed files of fuzz target `target` (`fuzz/corpus/TARGET/` in this
+/// repository), sorted, with their bytes: the one corpus reader of every
+/// crate's seed tests. Panics, as a test helper does, when the folder cannot
+/// be read or holds fewer than `min` seeds.
+pub fn corpus(target: &str, min: usize) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let mut paths: Vec<std::path::PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.is_file())
+        .collect();
+    paths.sort();
+    assert!(
+        paths.len() >= min,
+        "only {} seeds in {}",
+        paths.len(),
+        dir.display()
+    );
+    paths
+        .into_iter()
+        .map(|path| {
+            let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (path, data)
+        })
+        .collect()
+}
+
+/// Run every seed of `target` (at least `min`) through `body`; a failure
+/// names the seed (the default panic hook has already printed why).
+pub fn run_corpus(target: &str, min: usize, body: impl Fn(&[u8]) + std::panic::RefUnwindSafe) {
+    for (path, data) in corpus(target, min) {
+        let outcome = std::panic::catch_unwind(|| body(&data));
+        assert!(outcome.is_ok(), "fuzz checks failed on {}", path.display());
     }
 }

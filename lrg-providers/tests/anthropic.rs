@@ -2,7 +2,7 @@
 //! bodies (snapshotted), native thinking blocks across turns, and faults.
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -634,12 +634,9 @@ async fn cancel_mid_stream_stops_at_once() {
 
 #[tokio::test]
 async fn the_key_never_shows_in_requests_errors_or_logs() {
-    let logs = LogBuffer::default();
-    let subscriber = logs.subscriber();
-    // Global, not scoped: a scoped subscriber races with other tests over
-    // tracing's per-callsite interest cache. Other tests' logs land here too,
-    // which only widens the check.
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    // The process's one capture: other tests' logs land here too, which
+    // only widens the check.
+    let logs = LogBuffer::global();
 
     let server = MockServer::start().await;
     Mock::given(method("POST"))

@@ -5,8 +5,6 @@
 //! cached; a connected Ollama model sent `num_ctx`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,33 +1,15 @@
 //! The seed corpora of the decoder fuzz targets (`fuzz/corpus/TARGET/`), run
 //! as ordinary tests through the very functions the targets run
-//! (`lrg_providers::fuzz`), so CI exercises them without cargo-fuzz.
+//! (`lrg_providers::fuzz`), so CI exercises them without cargo-fuzz or a
+//! nightly toolchain: the decoders, `shape_schema` and `text_tools`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 
-/// Run every seed of `target` through `body`; a panic names the seed.
+/// Every seed of `target` (at least 3) through `body`.
 fn run_corpus(target: &str, body: fn(&[u8])) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target);
-    let mut seeds: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_file())
-        .collect();
-    seeds.sort();
-    assert!(
-        seeds.len() >= 3,
-        "only {} seeds in {}",
-        seeds.len(),
-        dir.display()
-    );
-    for seed in &seeds {
-        let data = std::fs::read(seed).unwrap();
-        let outcome = std::panic::catch_unwind(|| body(&data));
-        assert!(outcome.is_ok(), "fuzz checks failed on {}", seed.display());
-    }
+    lrg_providers::fuzz::run_corpus(target, 3, body);
 }
 
 #[test]
@@ -105,4 +87,25 @@ fn responses_seeds() {
 #[test]
 fn cli_agents_seeds() {
     run_corpus("cli_agents", lrg_providers::fuzz::cli_agents);
+}
+
+#[test]
+fn every_seed_of_shape_schema_passes_the_fuzz_checks() {
+    lrg_providers::fuzz::run_corpus("shape_schema", 12, lrg_providers::schema::fuzz_shape);
+}
+
+#[test]
+fn every_seed_of_text_tools_passes_the_fuzz_checks() {
+    for (path, data) in lrg_providers::fuzz::corpus("text_tools", 90) {
+        // Every prefix too: a stream may end anywhere.
+        for cut in (0..=data.len()).step_by(7).chain([data.len()]) {
+            let outcome =
+                std::panic::catch_unwind(|| lrg_providers::text_tools::fuzz_parse(&data[..cut]));
+            assert!(
+                outcome.is_ok(),
+                "fuzz checks failed on {} cut at {cut}",
+                path.display()
+            );
+        }
+    }
 }

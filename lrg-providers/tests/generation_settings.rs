@@ -4,7 +4,7 @@
 //! never a refused request) can be read side by side.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use common::LogBuffer;
 use lrg_providers::anthropic::AnthropicConfig;
@@ -182,11 +182,7 @@ fn unset_settings_leave_each_adapter_its_defaults() {
 
 #[test]
 fn settings_an_api_lacks_are_dropped_with_a_debug_line() {
-    let logs = LogBuffer::default();
-    // Global, not scoped: a scoped subscriber races with other tests over
-    // tracing's per-callsite interest cache. This is the only test of this
-    // binary that sets one.
-    tracing::subscriber::set_global_default(logs.subscriber()).unwrap();
+    let logs = LogBuffer::global();
     responses(ResponsesHost::OPENAI, "gpt-4.1");
     let text = logs.text();
     for setting in ["seed", "top_k", "stop"] {

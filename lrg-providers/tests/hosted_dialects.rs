@@ -4,7 +4,7 @@
 //! in, and reports itself as a cloud model.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

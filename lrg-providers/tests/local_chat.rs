@@ -9,7 +9,7 @@
 // Helpers outside #[test] functions are test code too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! and faults. (Ollama has no API key, so there is none to leak.)
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! check that the key never shows up where it should not.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! only reliable when no other test registers the same callsites at once.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -50,8 +50,7 @@ async fn turn(model: &OpenAiChat) -> Result<AssistantTurn, ProviderError> {
 
 #[tokio::test]
 async fn the_key_is_never_logged_sent_in_a_body_or_shown_in_an_error() {
-    let logs = LogBuffer::default();
-    let _guard = tracing::subscriber::set_default(logs.subscriber());
+    let logs = LogBuffer::global();
 
     let server = MockServer::start().await;
     Mock::given(method("POST"))

@@ -5,7 +5,7 @@
 //! invariant, when wiremock asks it about such a request.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use common::{Api, Broken, Invariants};
 use serde_json::{Value, json};

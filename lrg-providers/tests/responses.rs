@@ -5,7 +5,7 @@
 //! 401, idle timeout, cancel).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! no other test registers the same callsites at once.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -22,8 +22,7 @@ const KEY: &str = "xai-test-secret-0123456789abcdef";
 
 #[tokio::test]
 async fn the_key_is_never_logged_sent_in_a_body_recorded_or_shown_in_an_error() {
-    let logs = LogBuffer::default();
-    let _guard = tracing::subscriber::set_default(logs.subscriber());
+    let logs = LogBuffer::global();
 
     let server = MockServer::start().await;
     Mock::given(method("POST"))

@@ -15,7 +15,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod schema_corpus;
+use crate::schema_corpus;
 
 use jsonschema::Validator;
 use jsonschema::error::ValidationErrorKind;

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod schema_corpus;
+use crate::schema_corpus;
 
 use lrg_providers::schema::{SchemaTarget, grammar_schema, portable_tool_schema, split_choice};
 use schema_corpus::{Tool, fixture, fixtures_dir, schemars_tools};

@@ -6,7 +6,7 @@
 //! in the prompt ([`TextToolParser::starting_in_reasoning`]).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

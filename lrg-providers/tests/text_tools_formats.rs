@@ -7,7 +7,7 @@
 //! family's format first, fenced JSON after it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns may panic: this is a test
 
-mod common;
+use crate::common;
 
 use lrg_providers::openai::{Dialect, OpenAiChat, OpenAiConfig};
 use lrg_providers::text_tools::{TextToolParser, ToolFormat, ToolMode};

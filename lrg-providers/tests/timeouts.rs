@@ -3,7 +3,7 @@
 //! default, each configurable), and the error says which one it hit.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

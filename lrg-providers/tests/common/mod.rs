@@ -59,6 +59,23 @@ impl LogBuffer {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
     }
 
+    /// The process's one capture, installed as the global subscriber on
+    /// first use. A global subscriber can be set once per process, and the
+    /// tests are one process, so they share it: each looks for its own lines
+    /// (or checks that no secret appears in anyone's). Global rather than
+    /// scoped: a scoped subscriber races with other tests over tracing's
+    /// per-callsite interest cache.
+    pub fn global() -> LogBuffer {
+        static GLOBAL: std::sync::OnceLock<LogBuffer> = std::sync::OnceLock::new();
+        GLOBAL
+            .get_or_init(|| {
+                let logs = LogBuffer::default();
+                tracing::subscriber::set_global_default(logs.subscriber()).unwrap();
+                logs
+            })
+            .clone()
+    }
+
     /// A TRACE-level, colourless subscriber writing here.
     pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
         let writer = self.clone();
