@@ -3,21 +3,17 @@
 //! after the server died or hung.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, RwLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use lrg_providers::{ToolAnnotations, ToolSpec};
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
-};
-use rmcp::service::NotificationContext;
+use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt as _};
+use rmcp::{Peer, RoleClient, ServiceExt as _};
 use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
@@ -54,31 +50,11 @@ pub(crate) struct RemoteTool {
     pub(crate) check: ArgumentCheck,
 }
 
+mod handler;
+
+pub(crate) use handler::LrgClient;
+
 type Client = RunningService<RoleClient, LrgClient>;
-
-/// Our side of an MCP connection: notes when the server says its tool list
-/// changed, so the next listing fetches it again.
-#[derive(Clone)]
-pub(crate) struct LrgClient {
-    tools_changed: Arc<AtomicBool>,
-}
-
-impl ClientHandler for LrgClient {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("lrg", env!("CARGO_PKG_VERSION")),
-        )
-    }
-
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        self.tools_changed.store(true, Ordering::SeqCst);
-        std::future::ready(())
-    }
-}
 
 enum Conn {
     /// Never connected, or stopped (the reason is in `McpServer::problem`).
