@@ -835,6 +835,7 @@ fn tool_request() -> TurnRequest {
         input_schema: serde_json::json!({"type": "object", "properties": {
             "path": {"type": "string"}, "content": {"type": "string"}}}),
         annotations: Default::default(),
+        output_schema: None,
     };
     TurnRequest::new(vec![Message::user("Write a long story to story.md.")]).tools(vec![tool])
 }

@@ -274,6 +274,7 @@ fn forty_tools() -> Vec<ToolSpec> {
                 "required": ["path"]
             }),
             annotations: Default::default(),
+            output_schema: None,
         })
         .collect()
 }

@@ -27,6 +27,7 @@ fn tools() -> Vec<ToolSpec> {
         description: "Current weather".into(),
         input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
         annotations: Default::default(),
+        output_schema: None,
     }]
 }
 

@@ -3,7 +3,9 @@
 //! for a Rust function tool, an in-process rmcp server (full MCP protocol, its
 //! JSON-RPC messages handed over channels), a rejected call (the error message repeating the
 //! schema), and a listing of 101 tools (`list_shared`, what the session asks
-//! for before every model turn).
+//! for before every model turn). Beside the in-process call: a
+//! `read_mcp_resource` call to an in-process server (issue 25), on a host of
+//! its own so the listing above keeps its 101 tools.
 
 #![allow(clippy::expect_used)] // setup of a bench: failing loudly is the point
 
@@ -59,6 +61,30 @@ impl Echo {
 impl ServerHandler for Echo {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+/// An in-process server with one small text resource.
+#[derive(Clone)]
+struct Notes;
+
+impl ServerHandler for Notes {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_resources()
+                .enable_tools()
+                .build(),
+        )
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
+        let text = rmcp::model::ResourceContents::text("Buy milk. Call Ada.", request.uri);
+        Ok(rmcp::model::ReadResourceResult::new(vec![text]).into())
     }
 }
 
@@ -129,8 +155,22 @@ fn calls(c: &mut Criterion) {
         b.to_async(&rt)
             .iter(|| async { black_box(host.list_shared().await) })
     });
+    let notes = ToolHost::new();
+    rt.block_on(notes.add_in_process("notes", || Notes))
+        .expect("in-process resource server");
+    let read = json!({"server": "notes", "uri": "mem://notes/today"});
+    g.bench_function("read_mcp_resource", |b| {
+        b.to_async(&rt).iter(|| async {
+            black_box(
+                notes
+                    .call("read_mcp_resource", read.clone(), CancellationToken::new())
+                    .await,
+            )
+        })
+    });
     g.finish();
     rt.block_on(host.shutdown());
+    rt.block_on(notes.shutdown());
 }
 
 criterion_group!(benches, calls);

@@ -1,13 +1,17 @@
-//! Rust functions as tools, and approvals answered by the app: reads run on
-//! their own, a change waits for a yes on stdin.
+//! Rust functions as tools, and an approver callback: reads run, a change
+//! waits for a yes on stdin.
 //!
 //! The tools are plain async functions over an in-memory file table
 //! (`ToolHost::add_fn`, with the input schema derived from the argument
 //! struct). Their MCP-style annotations decide the permission class:
-//! `list_files` is read-only, so the default mode (`auto_read`) runs it;
-//! `write_file` changes things, so the session publishes `approval_needed`
-//! and waits. The app answers from the session's own events: it subscribes,
-//! matches `approval_needed`, asks on stdin, and calls `answer_approval`.
+//! `list_files` is read-only, `write_file` changes things. The session asks
+//! about every call (mode `ask_all`) and its `Approver`
+//! (`ChatSessionBuilder::approver`) answers: a read is allowed at once, a
+//! change is put to the person on stdin. The approver gets everything the
+//! question is about (tool, class, arguments, why it asks, warnings, the
+//! answers allowed) in its `ApprovalRequest`: nothing to look up in earlier
+//! events. The session takes care of the rest: a stop withdraws the
+//! question, and one nobody answers within the approval timeout is denied.
 //! The end of stdin is a denial, so the example finishes by itself when run
 //! with stdin closed (`</dev/null`, as CI does).
 //!
@@ -16,12 +20,17 @@
 //!
 //! Run it with `cargo run -p lrg-examples --example session_tools_approval`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
+use futures::future::BoxFuture;
 use lrg_chat::events::Event;
-use lrg_chat::tools::{NoArgs, ToolHost};
-use lrg_chat::{Answer, ChatSession, FixedModel, TurnOutcome};
+use lrg_chat::tools::{NoArgs, ToolClass};
+use lrg_chat::{
+    Answer, ApprovalRequest, Approver, ChatSession, FixedModel, Mode, PermissionSettings,
+    Permissions, ToolHost, TurnOutcome,
+};
 use lrg_providers::{ScriptedCall, ScriptedModel, ScriptedTurn, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -94,72 +103,61 @@ fn tools(files: &Files) -> Result<ToolHost, lrg_chat::tools::AddToolError> {
     Ok(host)
 }
 
-/// Ask the person about one call; `None` when stdin has ended.
-async fn ask(
-    lines: &mut tokio::io::Lines<BufReader<tokio::io::Stdin>>,
-    tool: &str,
-    arguments: &serde_json::Value,
-) -> Option<bool> {
-    println!("approve {tool} {arguments}? [y/N]");
-    match lines.next_line().await {
-        Ok(Some(line)) => Some(matches!(line.trim(), "y" | "Y" | "yes")),
-        // End of stdin, or stdin unreadable: nobody can answer.
-        Ok(None) | Err(_) => None,
+/// Allows reads; asks the person on stdin about anything else.
+struct StdinApprover {
+    lines: tokio::sync::Mutex<tokio::io::Lines<BufReader<tokio::io::Stdin>>>,
+}
+
+impl Approver for StdinApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Answer> {
+        Box::pin(async move {
+            if request.class == ToolClass::Read {
+                println!("approver: {} only reads: allowed", request.label());
+                return Answer::Once;
+            }
+            println!(
+                "approve {} {} ({:?})? [y/N]",
+                request.label(),
+                request.arguments,
+                request.class
+            );
+            for warning in &request.warnings {
+                println!("  note: {warning}");
+            }
+            // One question at a time on the terminal.
+            let mut lines = self.lines.lock().await;
+            match lines.next_line().await {
+                Ok(Some(line)) if matches!(line.trim(), "y" | "Y" | "yes") => Answer::Once,
+                Ok(Some(_)) => Answer::deny_with("the person said no"),
+                // End of stdin, or stdin unreadable: nobody can answer.
+                Ok(None) | Err(_) => {
+                    println!("(end of stdin: denied)");
+                    Answer::deny_with("nobody was there to approve it")
+                }
+            }
+        })
     }
 }
 
-/// Print what the session does, and answer its approval questions.
-async fn watch(session: ChatSession) {
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    // `approval_needed` names only the call; its tool and arguments came
-    // with the `tool_call` event before it.
-    let mut calls: HashMap<String, (String, serde_json::Value)> = HashMap::new();
-    let mut events = session.subscribe(0);
-    while let Some(entry) = events.next().await {
+/// Print what happened to each call, from the session's events.
+fn report(session: &ChatSession) {
+    for entry in session.events().entries() {
         match &entry.event {
-            Event::UserMessage { text, .. } => println!("user: {text}"),
             Event::ToolCall {
-                call_id,
-                tool,
-                class,
-                arguments,
-                ..
-            } => {
-                println!("model calls {tool} ({class:?}) with {arguments}");
-                calls.insert(call_id.clone(), (tool.clone(), arguments.clone()));
-            }
-            Event::ApprovalNeeded { call_id, .. } => {
-                let (tool, arguments) = calls
-                    .get(call_id)
-                    .cloned()
-                    .unwrap_or_else(|| ("an unknown tool".to_owned(), json!({})));
-                let answer = match ask(&mut lines, &tool, &arguments).await {
-                    Some(true) => Answer::Once,
-                    Some(false) => Answer::Deny {
-                        note: Some("the person said no".to_owned()),
-                    },
-                    None => {
-                        println!("(end of stdin: denied)");
-                        Answer::Deny {
-                            note: Some("nobody was there to approve it".to_owned()),
-                        }
-                    }
-                };
-                // An error here means the question is gone (the turn was
-                // stopped meanwhile): nothing left to answer.
-                if let Err(e) = session.answer_approval(call_id, answer) {
-                    println!("could not answer: {e}");
-                }
-            }
+                tool, arguments, ..
+            } => println!("model called {tool} with {arguments}"),
             Event::ToolDone { text, ok, .. } => {
                 let how = if *ok { "result" } else { "failed" };
                 println!("  {how}: {}", text.replace('\n', "; "));
             }
             Event::ToolSkipped { reason, note, .. } => {
-                println!("  skipped ({reason:?}): {}", note.as_deref().unwrap_or(""));
+                println!(
+                    "  not run ({}): {}",
+                    reason.describe(),
+                    note.as_deref().unwrap_or("")
+                );
             }
             Event::AssistantTurn { text, .. } if !text.is_empty() => println!("model: {text}"),
-            Event::Busy { busy: false, .. } => break,
             _ => {}
         }
     }
@@ -182,15 +180,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..Default::default()
         },
     ]);
+    let approver = StdinApprover {
+        lines: tokio::sync::Mutex::new(BufReader::new(tokio::io::stdin()).lines()),
+    };
     let session = ChatSession::builder(Arc::new(FixedModel::new(model)))
         .tools(Arc::new(tools(&files)?))
+        // Ask about every call: the approver decides what runs by itself.
+        .permissions(Arc::new(Permissions::new(PermissionSettings {
+            mode: Mode::AskAll,
+            ..Default::default()
+        })))
+        .approver(Arc::new(approver))
+        // Nobody at the terminal for two minutes: the call is denied.
+        .approval_timeout(Duration::from_secs(120))
         .build();
 
-    let watcher = tokio::spawn(watch(session.clone()));
     let outcome = session
         .send("Look at my files and note that I must call the plumber.")?
         .await;
-    watcher.await?;
+    report(&session);
     match outcome {
         TurnOutcome::Completed { .. } => {}
         other => return Err(format!("the message did not complete: {other:?}").into()),

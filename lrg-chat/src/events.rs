@@ -26,6 +26,8 @@
 //! turn, then a numbered [`Event::ToolCall`] per call (or by
 //! [`Event::Stopped`], an [`Event::Error`], or a retrying [`Event::Warning`],
 //! after which what was streamed is dropped).
+//! [`Event::ToolProgress`] is live only too: a running call's progress,
+//! which its numbered `tool_done` supersedes.
 //!
 //! In a session kept in a store, a numbered event that reports a change to
 //! the conversation (`user_message`, `assistant_turn`, `tool_done`,
@@ -161,12 +163,42 @@ pub enum Event {
         runs_on: crate::tools::client::RunsOn,
     },
     /// The call waits for the person's answer
-    /// ([`crate::session::ChatSession::answer_approval`]).
+    /// ([`crate::session::ChatSession::answer_approval`], or the session's
+    /// [`crate::Approver`]). It carries everything a front end needs to ask
+    /// (read it as a [`crate::ApprovalRequest`] with
+    /// [`crate::ApprovalRequest::from_event`]): no earlier event has to be
+    /// looked up.
     ApprovalNeeded {
         /// The call that waits.
         call_id: String,
+        /// The tool it calls (empty only in events written before the
+        /// field existed).
+        #[serde(default)]
+        tool: String,
+        /// The tool's human-readable title, when it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// What the tool may do to the world.
+        #[serde(default = "assumed_class")]
+        class: ToolClass,
+        /// The arguments it would run with: the model's, or a hook's
+        /// rewrite of them (a warning then says so).
+        #[serde(default)]
+        arguments: Value,
+        /// How many items the call is aimed at, when that can be told.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        targets: Option<usize>,
         /// Why it was not allowed outright.
         reason: ApprovalReason,
+        /// What the person should know before answering, for a person
+        /// (the tool name was repaired, a hook rewrote the arguments, the
+        /// tool declares no annotations so it counts as destructive).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
+        /// The answers allowed, in the order to offer them (`once`,
+        /// `this_chat`, `always` when offered, `deny`).
+        #[serde(default)]
+        answers: Vec<crate::permissions::AnswerKind>,
         /// Whether "always allow" is a meaningful answer (it is not for a bulk
         /// question: the limit asks even for an allowed tool).
         offer_always: bool,
@@ -201,6 +233,17 @@ pub enum Event {
         /// separately (over HTTP: `GET …/images/{call_id}/{index}`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<ImageDescriptor>,
+        /// Its structured result (MCP `structuredContent`), when it gave
+        /// one (one that does not match the tool's output schema comes with
+        /// `ok: false` and a `text` saying what failed). Not kept in the
+        /// history: a resumed chat's replayed results have none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured: Option<Value>,
+        /// The resources it links to or embeds, for a front end to show
+        /// (the model reads them as text, with how to read a link). Not
+        /// kept in the history either.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        resources: Vec<crate::tools::ResourceRef>,
     },
     /// The call never ran; the model is told why.
     ToolSkipped {
@@ -323,6 +366,17 @@ pub enum Event {
         /// The task's short description.
         description: String,
     },
+    /// A sub-agent's status changed: it started (`running`), or it ended
+    /// (`done`, `failed`, `stopped`). An end is published once it is kept
+    /// with the sub-agent's transcript, when the chat is stored. When each
+    /// started and ended is in [`crate::sub_agents::SubAgentInfo`] (over
+    /// HTTP, `GET …/sub_agents`).
+    SubtaskStatus {
+        /// The sub-agent's session id (`{parent}::sub::{n}`).
+        sub_session_id: String,
+        /// Where it is now.
+        status: crate::sub_agents::SubAgentStatus,
+    },
     /// The person carried the conversation over to another model: the
     /// history goes on on `to`, without `from`'s own (native) parts.
     /// Published once the move is durable.
@@ -331,6 +385,16 @@ pub enum Event {
         from: String,
         /// The model it is on now, `provider:model`.
         to: String,
+    },
+    /// A resource the chat's tools subscribed to changed (a server's
+    /// `notifications/resources/updated`; see
+    /// [`crate::tools::ToolHost::subscribe_resource`]). Read it again to
+    /// see how.
+    ResourceUpdated {
+        /// The server.
+        server: String,
+        /// The resource's URI.
+        uri: String,
     },
     /// Tool search ([`crate::tools::search`]) found tools: offered from the
     /// next model turn on, for the rest of the message.
@@ -358,6 +422,78 @@ pub enum Event {
         /// The call it was about, for the tool events.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         call_id: Option<String>,
+    },
+    /// A tool server asks the person something (MCP elicitation): fill in
+    /// a form, or go to a page of its own. Answer with
+    /// [`crate::ChatSession::answer_question`] (over HTTP, `POST
+    /// …/questions/{question_id}`); a `question_answered` follows, also
+    /// when a stop, the chat's end or
+    /// [`crate::SessionConfig::question_timeout`] cancels it. Everything
+    /// needed to ask is here, so an open question is rebuilt from the log.
+    Question {
+        /// The question's number in this chat, from 1.
+        question_id: u64,
+        /// The tool server that asks.
+        server: String,
+        /// The call it came during, when one call of this chat ran on the
+        /// server.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
+        /// What the server says it needs.
+        message: String,
+        /// `form` (answer with field values) or `url` (go there).
+        mode: crate::session::QuestionMode,
+        /// The form's schema (the spec's flat subset, already checked), in
+        /// form mode.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested_schema: Option<Value>,
+        /// The page to open, in URL mode. Never opened by lrg itself.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+    },
+    /// A question was answered, declined or cancelled.
+    QuestionAnswered {
+        /// The question.
+        question_id: u64,
+        /// `accept`, `decline` or `cancel`.
+        action: crate::session::QuestionAction,
+        /// The field values sent, when accepted with a form.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Value>,
+        /// Why, when lrg answered by itself (a stop, a timeout, no one to
+        /// ask).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A running call's progress, as its server reports it. Live only:
+    /// never numbered. Coalesced: at most one per call every 100 ms, plus
+    /// each whole percent when the total is known, and always the last
+    /// before the call's `tool_done`.
+    ToolProgress {
+        /// The call.
+        call_id: String,
+        /// How far it is (it only grows).
+        progress: f64,
+        /// Where it ends, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// What it is doing now.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A tool server logged a warning or worse (MCP `notifications/message`)
+    /// while a call of this chat ran on it. At most 10 a second per server;
+    /// every line also goes to `tracing`.
+    ServerLog {
+        /// The server.
+        server: String,
+        /// `warning`, `error`, `critical`, `alert` or `emergency`.
+        level: String,
+        /// The server's logger name, when it gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        logger: Option<String>,
+        /// The line (JSON data as its text).
+        message: String,
     },
 }
 
@@ -523,6 +659,9 @@ pub enum SkipReason {
     UnknownTool,
     /// A `pre_tool_use` hook denied it (see [`crate::hooks`]).
     HookDenied,
+    /// Its approval question got no answer within
+    /// [`crate::SessionConfig::approval_timeout`]: a denial.
+    ApprovalTimedOut,
 }
 
 impl SkipReason {
@@ -535,8 +674,15 @@ impl SkipReason {
             Self::Blocked => "blocked by a rule",
             Self::UnknownTool => "no such tool",
             Self::HookDenied => "denied by a hook",
+            Self::ApprovalTimedOut => "no answer in time",
         }
     }
+}
+
+/// The class of a call whose event does not say (written before
+/// `approval_needed` carried it): the one that asks most.
+fn assumed_class() -> ToolClass {
+    ToolClass::Destructive
 }
 
 fn is_zero(n: &usize) -> bool {

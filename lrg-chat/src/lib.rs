@@ -1,4 +1,8 @@
 #![doc = include_str!("../README.md")]
+// Every public item is API an embedder reads on docs.rs: say what it is.
+#![warn(missing_docs)]
+// On docs.rs (`--cfg docsrs`), mark each item with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "acp")]
 pub mod acp;
@@ -26,8 +30,14 @@ pub use events::{Event, EventLog, LogEntry, Subscription};
 /// The schema of a typed answer ([`ChatSession::send_with_output`]).
 pub use lrg_providers::typed::{OutputMode, OutputSchema, OutputSchemaError};
 pub use model_source::{FixedModel, ModelSource};
-pub use permissions::{Answer, Mode, PermissionSettings, Permissions, Rule};
+pub use permissions::{Answer, AnswerKind, Mode, PermissionSettings, Permissions, Rule};
+/// Approvals from Rust, and what a session is built of (the README's example
+/// needs them at the root).
+pub use session::{ApprovalRequest, Approver, ChatSessionBuilder, approver_fn};
 pub use session::{
     ChatSession, CostBudget, SessionConfig, SessionError, SpendLimit, TurnHandle, TurnOutcome,
     TypedError, UserInput,
 };
+/// Tool servers' questions to the person (MCP elicitation).
+pub use session::{QuestionAction, QuestionAnswer, QuestionError, QuestionMode};
+pub use tools::ToolHost;

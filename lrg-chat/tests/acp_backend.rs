@@ -91,6 +91,26 @@ async fn stop_cancels_the_agents_turn() {
 }
 
 #[tokio::test]
+async fn late_updates_of_a_stopped_prompt_never_show_in_the_next_turn() {
+    let (session, _dir) = chat();
+    let mut sub = session.subscribe(0);
+    // The agent goes on sending `late` chunks after it answered the cancel.
+    let handle = session.send("be slow and late").unwrap();
+    wait_for(&mut sub, |e| matches!(e, Event::Delta { .. })).await;
+    assert!(session.stop());
+    assert_eq!(finish(handle).await, TurnOutcome::Stopped);
+    // Its answer takes 200 ms, while the late chunks would still come.
+    let outcome = finish(session.send("wait, who?").unwrap()).await;
+    assert_eq!(
+        outcome,
+        TurnOutcome::Completed {
+            text: "session s1".into(),
+            json: None,
+        }
+    );
+}
+
+#[tokio::test]
 async fn a_dead_agent_is_a_clear_error_and_the_next_message_starts_it_again() {
     let (session, _dir) = chat();
     let outcome = finish(session.send("die").unwrap()).await;

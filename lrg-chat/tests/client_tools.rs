@@ -28,6 +28,7 @@ fn show_map() -> ToolSpec {
             read_only_hint: Some(true),
             ..Default::default()
         },
+        output_schema: None,
     }
 }
 

@@ -10,7 +10,7 @@ use lrg_chat::Answer;
 use lrg_chat::events::{
     DeltaKind, Event, EventLog, ImageDescriptor, LAG_LIMIT, LogEntry, SkipReason, SubAgentAsk,
 };
-use lrg_chat::permissions::{ApprovalReason, Mode, PermissionSettings};
+use lrg_chat::permissions::{AnswerKind, ApprovalReason, Mode, PermissionSettings};
 use lrg_chat::tools::ToolClass;
 use lrg_providers::Usage;
 use lrg_providers::pricing::{Cost, Spend};
@@ -335,24 +335,47 @@ fn wire_format_of_every_event() {
         },
         Event::ApprovalNeeded {
             call_id: "c1".into(),
+            tool: "delete_notes".into(),
+            title: Some("Delete notes".into()),
+            class: ToolClass::Destructive,
+            arguments: json!({"ids": [1, 2]}),
+            targets: Some(2),
             reason: ApprovalReason::Mode {
                 mode: Mode::AutoRead,
             },
+            warnings: vec![
+                "`delete_notes` does not say what it changes (no annotations), so it counts as destructive".into(),
+            ],
+            answers: AnswerKind::allowed(true),
             offer_always: true,
             sub_agent: None,
         },
         Event::ApprovalNeeded {
             call_id: "c1".into(),
+            tool: "delete_notes".into(),
+            title: None,
+            class: ToolClass::Destructive,
+            arguments: json!({"ids": [1, 2]}),
+            targets: Some(500),
             reason: ApprovalReason::Bulk {
                 targets: 500,
                 limit: 200,
             },
+            warnings: Vec::new(),
+            answers: AnswerKind::allowed(false),
             offer_always: false,
             sub_agent: None,
         },
         Event::ApprovalNeeded {
             call_id: "c1".into(),
+            tool: "rename_note".into(),
+            title: None,
+            class: ToolClass::Change,
+            arguments: json!({"from": "a", "to": "b"}),
+            targets: None,
             reason: ApprovalReason::Rule,
+            warnings: Vec::new(),
+            answers: AnswerKind::allowed(true),
             offer_always: true,
             sub_agent: None,
         },
@@ -372,6 +395,8 @@ fn wire_format_of_every_event() {
             ok: true,
             text: "deleted 2 notes".into(),
             images: vec![ImageDescriptor::new(0, "image/png", 68)],
+            structured: None,
+            resources: Vec::new(),
         },
         Event::ToolSkipped {
             call_id: "c2".into(),
@@ -433,11 +458,22 @@ fn wire_format_of_every_event() {
             sub_session_id: "0123456789abcdef0123456789abcdef::sub::1".into(),
             description: "find the drafts".into(),
         },
+        Event::SubtaskStatus {
+            sub_session_id: "0123456789abcdef0123456789abcdef::sub::1".into(),
+            status: lrg_chat::sub_agents::SubAgentStatus::Done,
+        },
         Event::ApprovalNeeded {
             call_id: "0123456789abcdef0123456789abcdef::sub::1::call_1_1".into(),
+            tool: "delete_notes".into(),
+            title: None,
+            class: ToolClass::Destructive,
+            arguments: json!({"ids": [3]}),
+            targets: Some(1),
             reason: ApprovalReason::Mode {
                 mode: Mode::AutoRead,
             },
+            warnings: Vec::new(),
+            answers: AnswerKind::allowed(true),
             offer_always: true,
             sub_agent: Some(SubAgentAsk::new(
                 "0123456789abcdef0123456789abcdef::sub::1",

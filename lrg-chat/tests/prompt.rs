@@ -358,6 +358,7 @@ fn spawn_spec() -> ToolSpec {
         description: "Delegate.".into(),
         input_schema: json!({"type": "object"}),
         annotations: Default::default(),
+        output_schema: None,
     }
 }
 
@@ -440,6 +441,7 @@ async fn the_preview_adds_what_the_session_and_the_provider_add() {
         description: "Read a note.".into(),
         input_schema: json!({"type": "object", "properties": {"name": {"type": "string"}}}),
         annotations: Default::default(),
+        output_schema: None,
     }];
     let schema = OutputSchema::new(json!({
         "type": "object",

@@ -26,10 +26,11 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// Sends each turn to the script of the conversation's first message: a
-/// sub-agent's prompt, or else the parent's.
-struct Router {
-    parent: ScriptedModel,
-    subs: HashMap<String, ScriptedModel>,
+/// sub-agent's prompt, or else the parent's (`script:router`; also the HTTP
+/// tests' model, `http_sub_agents.rs`).
+pub(crate) struct Router {
+    pub(crate) parent: ScriptedModel,
+    pub(crate) subs: HashMap<String, ScriptedModel>,
 }
 
 impl ChatModel for Router {
@@ -276,6 +277,9 @@ async fn three_sub_agents_report_out_of_order_and_the_parent_reacts_to_each() {
     assert!(spawned.starts_with("Spawned 3 sub-agents: "), "{spawned}");
     assert!(!s.session.is_busy());
     assert!(!s.session.is_settled(), "idle, but its sub-agents work");
+    // While they work, each one's own session is there to follow.
+    let b_id = s.session.sub_agents()[1].id.clone();
+    let b = s.session.sub_agent(&b_id).unwrap();
 
     release_and_react(&s, "b", "b is in.").await;
     release_and_react(&s, "c", "c is in.").await;
@@ -339,14 +343,17 @@ async fn three_sub_agents_report_out_of_order_and_the_parent_reacts_to_each() {
         );
         assert_eq!(request.messages.len(), 1);
     }
-    // Each sub-agent's own events are in its own stream.
-    let b = s.session.sub_agent(&ids[1]).unwrap();
+    // Each sub-agent's own events are in its own stream; once its result
+    // is in, the parent lets go of it.
     assert!(
         b.events()
             .entries()
             .iter()
             .any(|e| matches!(&e.event, Event::AssistantTurn { text, .. } if text == "answer b"))
     );
+    for id in &ids {
+        assert!(s.session.sub_agent(id).is_none(), "{id} is still held");
+    }
     snapshot!(stable_log(&s.session));
 }
 

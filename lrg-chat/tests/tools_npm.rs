@@ -27,7 +27,7 @@ async fn within<F: Future>(f: F) -> F::Output {
 
 /// The server's entry script, or `None` (after a notice) when the fixtures
 /// are not installed; panics instead under CI.
-fn server_script(package: &str) -> Option<PathBuf> {
+pub(crate) fn server_script(package: &str) -> Option<PathBuf> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../tests-fixtures/mcp/node_modules/@modelcontextprotocol")
         .join(package)

@@ -1,15 +1,20 @@
 //! `lrg acp`: lrg as an Agent Client Protocol agent on stdin/stdout, for
 //! editors. The protocol is [`lrg_chat::acp`]'s; this builds its sessions
 //! from the flags: model, tools (the client's MCP servers join `--mcp`'s),
-//! permissions and, with `--store`, kept sessions that `session/load`
-//! resumes. Stdout is the protocol's: everything else goes to stderr.
+//! permissions and, with `--store`, kept sessions that `session/load` and
+//! `session/resume` open again and `session/list` lists. Stdout is the protocol's: everything else goes to stderr.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use lrg_chat::acp::{AcpError, AcpSession, ModelChoice, SessionFactory, SessionSpec};
+use lrg_chat::acp::{
+    AcpError, AcpSession, ModelChoice, SessionFactory, SessionListing, SessionSpec,
+};
 use lrg_chat::session::{ChatSessionBuilder, SessionConfig};
-use lrg_chat::store::{ModelBinding, RESUME_ROWS, SessionId, SessionMeta, SessionStore};
+use lrg_chat::store::{
+    ListFilter, ModelBinding, RESUME_ROWS, SessionId, SessionMeta, SessionStore,
+};
 use lrg_chat::tools::{McpConfig, McpServerConfig, ToolHost};
 use lrg_chat::{ChatSession, FixedModel, Permissions};
 use lrg_providers::ModelLocation;
@@ -35,6 +40,7 @@ pub async fn acp(args: AcpArgs) -> Result<Exit, CliError> {
         system: args.system,
         context: args.context,
         max_steps: args.max_steps,
+        sub_agents: args.sub_agents,
         limits: args.limits,
         store,
     });
@@ -54,6 +60,8 @@ struct Sessions {
     /// editor session's folder.
     context: ContextArgs,
     max_steps: Option<u32>,
+    /// `--sub-agents`.
+    sub_agents: bool,
     limits: LimitArgs,
     store: Option<Arc<dyn SessionStore>>,
 }
@@ -97,6 +105,9 @@ impl Sessions {
         builder = builder.hooks(hooks);
         if let Some(steps) = self.max_steps {
             builder = builder.max_steps(steps as usize);
+        }
+        if self.sub_agents {
+            builder = builder.sub_agents(lrg_chat::sub_agents::SubAgents::default());
         }
         Ok(Built {
             builder,
@@ -155,7 +166,9 @@ impl SessionFactory for Sessions {
         Box::pin(async move {
             let mut built = self.build(&spec, None).await?;
             if let Some(store) = &self.store {
-                let meta = SessionMeta::new(ModelBinding::new(built.model.clone()));
+                let mut meta = SessionMeta::new(ModelBinding::new(built.model.clone()));
+                // Kept with the editor's folder, so `session/list` there finds it.
+                meta.cwd = Some(spec.cwd.clone()).filter(|cwd| cwd.is_absolute());
                 if let Err(e) = store.create(&meta).await {
                     built.host.shutdown().await;
                     return Err(store_error(e));
@@ -195,6 +208,38 @@ impl SessionFactory for Sessions {
             let mut built = self.build(&spec, Some(&model)).await?;
             built.builder = built.builder.store(store.clone(), sid).resumed(stored);
             Ok(built.finish())
+        })
+    }
+
+    fn list(&self, cwd: Option<PathBuf>) -> BoxFuture<'_, Result<Vec<SessionListing>, AcpError>> {
+        Box::pin(async move {
+            let Some(store) = &self.store else {
+                return Err(AcpError::Unsupported(
+                    "sessions are not kept: start `lrg acp` with --store".into(),
+                ));
+            };
+            let mut kept = store.list(&ListFilter::all()).await.map_err(store_error)?;
+            kept.sort_by(|a, b| {
+                (b.updated_ms, a.meta.id.as_str()).cmp(&(a.updated_ms, b.meta.id.as_str()))
+            });
+            // Only what an editor made (a folder is known) and may go on
+            // with: archived chats and sub-agents are not sessions of its own.
+            Ok(kept
+                .into_iter()
+                .filter(|s| !s.meta.archived && s.meta.sub_agent.is_none())
+                .filter_map(|s| {
+                    let folder = s.meta.cwd.clone()?;
+                    if cwd.as_ref().is_some_and(|want| *want != folder) {
+                        return None;
+                    }
+                    let mut listing =
+                        SessionListing::new(s.meta.id.as_str(), folder).updated(s.updated_ms);
+                    if let Some(title) = s.meta.name.clone().or(s.first_message.clone()) {
+                        listing = listing.with_title(title);
+                    }
+                    Some(listing)
+                })
+                .collect())
         })
     }
 

@@ -4,9 +4,9 @@
 use std::io::Write as _;
 use std::sync::Arc;
 
-use lrg_chat::permissions::{Answer, ApprovalReason};
+use lrg_chat::ApprovalRequest;
+use lrg_chat::permissions::{Answer, AnswerKind, ApprovalReason};
 use lrg_chat::tools::ToolClass;
-use serde_json::Value;
 use tokio::sync::Mutex;
 
 use crate::input::Lines;
@@ -27,25 +27,10 @@ pub enum Approver {
     Person(Arc<Mutex<Lines>>),
 }
 
-/// One approval question.
-pub struct Question<'a> {
-    /// The tool's name.
-    pub tool: &'a str,
-    /// Its class.
-    pub class: Option<ToolClass>,
-    /// The call's arguments.
-    pub arguments: &'a Value,
-    /// Why it asks.
-    pub reason: &'a ApprovalReason,
-    /// Whether "always" is offered.
-    pub offer_always: bool,
-    /// The sub-agent that asks, when it is not the chat's own model.
-    pub sub_agent: Option<&'a str>,
-}
-
 impl Approver {
-    /// The answer to `question`. For a person, `None` when input ended.
-    pub async fn answer(&self, question: &Question<'_>, style: Style) -> Answer {
+    /// The answer to `question` (what its `approval_needed` event asks).
+    /// From a person whose input ended, a denial saying so.
+    pub async fn answer(&self, question: &ApprovalRequest, style: Style) -> Answer {
         match self {
             Approver::Everyone => Answer::Once,
             Approver::Nobody => Answer::deny_with(NON_INTERACTIVE_NOTE),
@@ -54,11 +39,11 @@ impl Approver {
     }
 }
 
-fn reason_text(reason: &ApprovalReason, class: Option<ToolClass>) -> String {
+fn reason_text(reason: &ApprovalReason, class: ToolClass) -> String {
     let class = match class {
-        Some(ToolClass::Read) => "read-only",
-        Some(ToolClass::Change) => "changing",
-        Some(ToolClass::Destructive) | None => "destructive",
+        ToolClass::Read => "read-only",
+        ToolClass::Change => "changing",
+        ToolClass::Destructive => "destructive",
     };
     match reason {
         ApprovalReason::Mode { mode } => {
@@ -82,16 +67,18 @@ fn reason_text(reason: &ApprovalReason, class: Option<ToolClass>) -> String {
     }
 }
 
-async fn ask(lines: &Mutex<Lines>, q: &Question<'_>, style: Style) -> Answer {
+async fn ask(lines: &Mutex<Lines>, q: &ApprovalRequest, style: Style) -> Answer {
     let mut lines = lines.lock().await;
-    let args = serde_json::to_string(q.arguments).unwrap_or_default();
-    let always = if q.offer_always { "  [a] always" } else { "" };
+    let args = serde_json::to_string(&q.arguments).unwrap_or_default();
+    let offer_always = q.offers(AnswerKind::Always);
+    let always = if offer_always { "  [a] always" } else { "" };
     loop {
         {
             let mut err = std::io::stderr().lock();
             let who = q
                 .sub_agent
-                .map(|id| format!("sub-agent {id}: "))
+                .as_ref()
+                .map(|ask| format!("sub-agent {}: ", ask.sub_session_id))
                 .unwrap_or_default();
             let _ = writeln!(
                 err,
@@ -100,8 +87,11 @@ async fn ask(lines: &Mutex<Lines>, q: &Question<'_>, style: Style) -> Answer {
                 style.bold("? allow"),
                 q.tool,
                 style.dim(&format!(" {}", crate::printer::clip(&args, 300))),
-                reason_text(q.reason, q.class),
+                reason_text(&q.reason, q.class),
             );
+            for warning in &q.warnings {
+                let _ = writeln!(err, "  {} {warning}", style.bold("note:"));
+            }
             let _ = write!(
                 err,
                 "  [y] once  [c] for this chat{always}  [n] deny (n NOTE: deny, telling the model why) > "
@@ -120,7 +110,7 @@ async fn ask(lines: &Mutex<Lines>, q: &Question<'_>, style: Style) -> Answer {
         match word.to_ascii_lowercase().as_str() {
             "y" | "yes" | "once" => return Answer::Once,
             "c" | "chat" => return Answer::ThisChat,
-            "a" | "always" if q.offer_always => return Answer::Always,
+            "a" | "always" if offer_always => return Answer::Always,
             "n" | "no" | "deny" => {
                 return if note.is_empty() {
                     Answer::deny()
@@ -130,7 +120,7 @@ async fn ask(lines: &Mutex<Lines>, q: &Question<'_>, style: Style) -> Answer {
             }
             _ => eprintln!(
                 "  please answer y, c{}, or n",
-                if q.offer_always { ", a" } else { "" }
+                if offer_always { ", a" } else { "" }
             ),
         }
     }

@@ -30,6 +30,10 @@ const COMMANDS: &[(&str, &str)] = &[
         "/model PROVIDER:MODEL",
         "carry the chat over to another model (or start a new one)",
     ),
+    (
+        "/prompt SERVER/NAME key=value …",
+        "send a tool server's prompt, expanded (`lrg prompts` lists them)",
+    ),
     ("/help", "show this help"),
     ("/quit", "leave (or Ctrl-D)"),
 ];
@@ -85,7 +89,7 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
             .into_iter()
             .map(|t| t.spec.name)
             .collect(),
-        prompts: Vec::new(),
+        prompts: prompt_names(&ready.host).await,
     };
     let lines = Arc::new(Mutex::new(Lines::terminal(completions)));
     let holder = lines.lock().await.holder();
@@ -96,6 +100,12 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
         Approver::Person(lines.clone())
     } else {
         Approver::Nobody
+    };
+    // The person answers tool servers' questions field by field.
+    let answerer = if input::interactive() {
+        crate::questions::Answerer::Person(lines.clone())
+    } else {
+        crate::questions::Answerer::Nobody
     };
     let style = Style {
         ansi: std::io::stderr().is_terminal(),
@@ -114,7 +124,7 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
         eprint!("{recap}");
     }
     let mut running = Running::start_after(
-        Printer::new(Format::Plain, session.clone(), approver),
+        Printer::new(Format::Plain, session.clone(), approver).with_answerer(answerer),
         ready.shown,
     );
     let ctrl_c = CtrlC::watch(session.clone(), Exit::Replied);
@@ -171,6 +181,19 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
                     eprintln!("{}", style.red(&e));
                 }
                 continue;
+            }
+            cmd if cmd == "/prompt" || cmd.starts_with("/prompt ") => {
+                let rest = cmd.trim_start_matches("/prompt").trim();
+                match crate::mcp_prompts::expand(&ready.host, rest).await {
+                    Ok(input) => {
+                        eprintln!("{} {}", style.dim("prompt:"), input.text);
+                        session.send(input)
+                    }
+                    Err(e) => {
+                        eprintln!("{}", style.red(&e));
+                        continue;
+                    }
+                }
             }
             "/retry" => session.retry_last(),
             "/compact" => session.compact(),
@@ -389,6 +412,20 @@ enum Switch {
 /// Send `text`, after any turn the model is taking on its own to react to a
 /// sub-agent's answer (the person's own messages are awaited in the loop, so
 /// that is the only work that can be running here).
+/// `SERVER/NAME` of every MCP prompt, for Tab after `/prompt `; a server
+/// slow to list them does not hold the chat up (its prompts still work,
+/// typed out).
+async fn prompt_names(host: &lrg_chat::ToolHost) -> Vec<String> {
+    match tokio::time::timeout(std::time::Duration::from_secs(5), host.prompts()).await {
+        Ok(listing) => listing
+            .items
+            .iter()
+            .map(|p| format!("{}/{}", p.server, p.name))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
 async fn send_after_reactions(
     session: &lrg_chat::ChatSession,
     text: &str,

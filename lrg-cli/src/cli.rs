@@ -64,6 +64,12 @@ pub enum Command {
     /// List the tools of the configured MCP servers and what the permissions say of them
     #[command(after_help = EXIT_CODES)]
     Tools(ToolsArgs),
+    /// List the MCP servers' resources and resource templates, or read one (--read)
+    #[command(after_help = EXIT_CODES)]
+    Resources(ResourcesArgs),
+    /// List the MCP servers' prompts and their arguments (`/prompt` in `lrg chat` sends one)
+    #[command(after_help = EXIT_CODES)]
+    Prompts(PromptsArgs),
     /// List, show and delete kept chats (`run`/`chat --session KEY`)
     #[command(after_help = EXIT_CODES)]
     Sessions(SessionsArgs),
@@ -132,6 +138,11 @@ pub struct RunArgs {
     /// Approve every tool call that would ask
     #[arg(short, long)]
     pub yes: bool,
+    /// Answer tool servers' questions (MCP elicitation) from FILE: JSON, server name → the
+    /// field values to answer its forms with (fields left out take their defaults), or
+    /// "decline"/"cancel". Without it every question is declined
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
     /// Print the session's events as JSON lines on stdout (first line: the schema version)
     #[arg(long)]
     pub json: bool,
@@ -214,6 +225,11 @@ pub struct AcpArgs {
     /// Model turns allowed per prompt
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
+    /// Let each session's model delegate tasks to sub-agents
+    /// (spawn_agent, list_agents, read_agent); their results start turns of
+    /// their own, which the editor sees as they run
+    #[arg(long)]
+    pub sub_agents: bool,
     // Sessions are kept (and `session/load` offered) only when --store or LRG_STORE is given.
     #[command(flatten)]
     pub store: StoreArgs,
@@ -261,13 +277,41 @@ pub struct ToolsArgs {
     pub schema: Option<SchemaArg>,
 }
 
+/// `lrg resources`.
+#[derive(Debug, Clone, Args)]
+pub struct ResourcesArgs {
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// Read this resource (with --server) and print its contents
+    #[arg(long, value_name = "URI", requires = "server")]
+    pub read: Option<String>,
+    /// The server the resource of --read belongs to, as `lrg resources` lists it
+    #[arg(long, value_name = "NAME", requires = "read")]
+    pub server: Option<String>,
+}
+
+/// `lrg prompts`.
+#[derive(Debug, Clone, Args)]
+pub struct PromptsArgs {
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    /// Print JSON instead of a list
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Where chats are kept.
 #[derive(Debug, Clone, Default, Args)]
 pub struct StoreArgs {
     /// Where chats are kept: a directory, or postgres://... (default: $LRG_STORE, else
     /// $XDG_DATA_HOME/lrg/sessions)
+    // Global: `lrg sessions show KEY --store DIR` as well as `lrg sessions --store DIR show KEY`.
     #[arg(
         long,
+        global = true,
         value_name = "DIR | postgres://...",
         env = "LRG_STORE",
         hide_env_values = true
@@ -315,7 +359,7 @@ pub struct SessionsArgs {
 pub enum SessionsAction {
     /// List your kept chats: key, model, rows, last used (archived ones with their archive id)
     List,
-    /// Print a kept chat's transcript
+    /// Print a kept chat's transcript, then its sub-agents (how each ended, and when)
     Show {
         /// The chat's key (as given to --session), or an archived chat's archive id
         key: String,
@@ -325,6 +369,32 @@ pub enum SessionsAction {
         /// The chat's key (as given to --session), or an archived chat's archive id
         key: String,
     },
+    /// Turn a kept chat into a regression test: a recording and a scenario file in DIR that
+    /// `lrg test DIR` runs offline
+    ///
+    /// The scenario replays the chat's first message and asserts its tool calls (names and
+    /// arguments), their order and the final reply. The recording is the one `--record` wrote
+    /// when the chat began with it, else it is rebuilt from the kept history.
+    Export {
+        /// The chat's key (as given to --session), or an archived chat's archive id
+        key: String,
+        /// The folder to write `<key>.test.yaml` and `<key>.recording.json` into (created if
+        /// need be; files of an earlier export of the chat are written over)
+        #[arg(long = "test", value_name = "DIR")]
+        test: std::path::PathBuf,
+        /// How the final reply is asserted: all of it, or that it contains its first sentence
+        #[arg(long = "match", value_name = "HOW", value_enum, default_value_t = ReplyMatch::Exact)]
+        reply: ReplyMatch,
+    },
+}
+
+/// `lrg sessions export --match`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplyMatch {
+    /// The reply must be exactly the kept one
+    Exact,
+    /// The reply must contain the kept reply's first sentence
+    Contains,
 }
 
 /// `lrg serve`.
@@ -352,6 +422,10 @@ pub struct ServeArgs {
     /// Model turns allowed per message
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
+    /// Let the model of each chat delegate tasks to sub-agents that work in the background (4
+    /// at a time); the page shows each one. An open may still set `sub_agents` itself
+    #[arg(long)]
+    pub sub_agents: bool,
     /// The port to listen on (0: any free port)
     #[arg(long, value_name = "N", default_value_t = 8377)]
     pub port: u16,

@@ -19,13 +19,16 @@ mod input;
 mod line_editor;
 mod local;
 mod markdown;
+mod mcp_prompts;
 mod models;
 mod prices;
 mod printer;
 mod prompt;
 mod providers;
+mod questions;
 mod recap;
 mod resolve;
+mod resources;
 mod run;
 mod serve;
 mod sessions;
@@ -81,6 +84,8 @@ fn main() -> ExitCode {
             Command::Chat(args) => chat::chat(args).await,
             Command::Models(args) => models::models(args).await,
             Command::Tools(args) => tools::tools(args).await,
+            Command::Resources(args) => resources::resources(args).await,
+            Command::Prompts(args) => mcp_prompts::prompts(args).await,
             Command::Sessions(args) => sessions::sessions(args).await,
             Command::Serve(args) => serve::serve(args).await,
             Command::DemoServer => demo_server::serve().await,

@@ -72,7 +72,7 @@ pub fn print(text: impl Display) {
     write(|out| write!(out, "{text}"));
 }
 
-/// Print `text` and a newline on stdout (see [`print`]).
+/// Print `text` and a newline on stdout (see [`print()`]).
 pub fn line(text: impl Display) {
     write(|out| writeln!(out, "{text}"));
 }

@@ -5,12 +5,11 @@
 use std::collections::HashMap;
 use std::io::Write as _;
 
-use lrg_chat::ChatSession;
 use lrg_chat::events::{DeltaKind, EVENTS_SCHEMA_VERSION, Event, LogEntry};
 use lrg_chat::tools::ToolClass;
-use serde_json::Value;
+use lrg_chat::{ApprovalRequest, ChatSession};
 
-use crate::approve::{Approver, Question};
+use crate::approve::Approver;
 use crate::out;
 
 /// ANSI styling, on only when the stream is a terminal.
@@ -66,42 +65,23 @@ pub enum Format {
     Typed,
 }
 
-struct Call {
-    tool: String,
-    class: ToolClass,
-    arguments: Value,
-}
-
-/// The calls seen so far, by id: for tool names in the output and for
-/// approval questions.
+/// The tool names of the calls seen so far, by id: the events after a
+/// `tool_call` name only its id, and a person reads the tool's name.
+/// (Approval questions carry their call: they need nothing from here.)
 #[derive(Default)]
-struct Calls(HashMap<String, Call>);
+struct Calls(HashMap<String, String>);
 
 impl Calls {
     fn track(&mut self, event: &Event) {
-        if let Event::ToolCall {
-            call_id,
-            tool,
-            class,
-            arguments,
-            ..
-        } = event
-        {
-            self.0.insert(
-                call_id.clone(),
-                Call {
-                    tool: tool.clone(),
-                    class: *class,
-                    arguments: arguments.clone(),
-                },
-            );
+        if let Event::ToolCall { call_id, tool, .. } = event {
+            self.0.insert(call_id.clone(), tool.clone());
         }
     }
 
     fn tool_name(&self, call_id: &str) -> String {
         self.0
             .get(call_id)
-            .map_or_else(|| call_id.to_string(), |c| c.tool.clone())
+            .map_or_else(|| call_id.to_string(), Clone::clone)
     }
 }
 
@@ -158,6 +138,8 @@ struct Human {
     reply_open: bool,
     /// The reply as styled Markdown, block by block (stdout a terminal).
     markdown: Option<crate::markdown::Blocks>,
+    /// Which `tool_progress` events get a line.
+    progress: crate::questions::ProgressLines,
 }
 
 /// Prints events and answers approval questions as they arrive.
@@ -165,6 +147,8 @@ pub struct Printer {
     output: Box<dyn Output>,
     session: ChatSession,
     approver: Approver,
+    /// Who answers tool servers' questions (default: nobody, declined).
+    answerer: crate::questions::Answerer,
     err: Style,
     calls: Calls,
 }
@@ -186,15 +170,23 @@ impl Printer {
                 reply_open: false,
                 markdown: (format == Format::Plain && crate::markdown::wanted())
                     .then(crate::markdown::Blocks::default),
+                progress: Default::default(),
             }),
         };
         Self {
             output,
             session,
             approver,
+            answerer: crate::questions::Answerer::default(),
             err,
             calls: Calls::default(),
         }
+    }
+
+    /// Answer tool servers' questions with `answerer`.
+    pub fn with_answerer(mut self, answerer: crate::questions::Answerer) -> Self {
+        self.answerer = answerer;
+        self
     }
 
     /// Print what comes before the first event (the JSON header line).
@@ -213,34 +205,8 @@ impl Printer {
             self.session.stop_with_sub_agents();
             return;
         }
-        if let Event::ApprovalNeeded {
-            call_id,
-            reason,
-            offer_always,
-            sub_agent,
-        } = &entry.event
-        {
-            let call = self.calls.0.get(call_id);
-            let null = Value::Null;
-            // A sub-agent's call is not in this stream: its label says.
-            let question = match sub_agent {
-                Some(ask) => Question {
-                    tool: ask.tool.as_str(),
-                    class: Some(ask.class),
-                    arguments: &ask.arguments,
-                    reason,
-                    offer_always: *offer_always,
-                    sub_agent: Some(ask.sub_session_id.as_str()),
-                },
-                None => Question {
-                    tool: call.map_or("?", |c| c.tool.as_str()),
-                    class: call.map(|c| c.class),
-                    arguments: call.map_or(&null, |c| &c.arguments),
-                    reason,
-                    offer_always: *offer_always,
-                    sub_agent: None,
-                },
-            };
+        if let Some(question) = ApprovalRequest::from_event(&entry.event) {
+            let call_id = question.call_id.as_str();
             // A stop withdraws the question (the session denies it): stop
             // asking then, or a person would be left answering nothing.
             tokio::select! {
@@ -249,6 +215,16 @@ impl Printer {
                 }
                 () = withdrawn(&self.session, call_id, entry.seq.unwrap_or(0)) => {
                     eprintln!("{}", self.err.dim("(question withdrawn: the turn was stopped)"));
+                }
+            }
+        }
+        if let Some(question) = crate::questions::Asked::from_event(&entry.event) {
+            // A stop or the timeout cancels it: stop asking then.
+            let id = question.id();
+            tokio::select! {
+                () = self.answerer.answer(&self.session, &question, self.err) => {}
+                () = question_closed(&self.session, id, entry.seq.unwrap_or(0)) => {
+                    eprintln!("{}", self.err.dim("(question withdrawn)"));
                 }
             }
         }
@@ -343,6 +319,19 @@ impl Output for Human {
                     description
                 );
             }
+            // Its start is the line above; how it ended is worth one.
+            Event::SubtaskStatus {
+                sub_session_id,
+                status,
+            } if status.is_finished() => {
+                self.finish_line();
+                eprintln!(
+                    "{} sub-agent {} {}",
+                    err.bold("⇇"),
+                    err.dim(sub_session_id),
+                    status.as_str()
+                );
+            }
             Event::ApprovalAnswered { call_id, answer } => {
                 let answer = serde_json::to_value(answer).ok();
                 let kind = answer
@@ -360,6 +349,8 @@ impl Output for Human {
                 ok,
                 text,
                 images,
+                resources,
+                ..
             } => {
                 let mark = if *ok { "✓" } else { "✗" };
                 let first = text.lines().next().unwrap_or_default();
@@ -379,6 +370,28 @@ impl Output for Human {
                     clip(first, 200)
                 );
                 eprintln!("{}", if *ok { err.dim(&line) } else { err.red(&line) });
+                // Links the person may want to open (`lrg resources --read`).
+                for r in resources.iter().take(10) {
+                    let name = r.name.as_deref().unwrap_or(&r.uri);
+                    let how = if r.embedded { "embedded" } else { "link" };
+                    eprintln!(
+                        "{}",
+                        err.dim(&format!(
+                            "  ↳ {how}: {} <{}> ({})",
+                            clip(name, 80),
+                            r.uri,
+                            r.server
+                        ))
+                    );
+                }
+            }
+            Event::ResourceUpdated { server, uri } => {
+                self.finish_line();
+                eprintln!(
+                    "{} {}",
+                    err.dim("↻"),
+                    err.dim(&format!("resource updated: {uri} ({server})"))
+                );
             }
             Event::ToolSkipped {
                 call_id,
@@ -458,6 +471,18 @@ impl Output for Human {
                     }
                 );
             }
+            event @ (Event::Question { .. }
+            | Event::QuestionAnswered { .. }
+            | Event::ServerLog { .. }
+            | Event::ToolProgress { .. })
+                if self.progress.worth_showing(event) =>
+            {
+                self.finish_line();
+                let name = |id: &str| calls.tool_name(id);
+                if let Some(line) = crate::questions::render(event, err, &name) {
+                    eprintln!("{line}");
+                }
+            }
             Event::ToolsFound { query, names } => {
                 self.finish_line();
                 let what = match query {
@@ -520,6 +545,19 @@ async fn withdrawn(session: &ChatSession, call_id: &str, asked: u64) {
     loop {
         // Checked after subscribing, so no change can slip in between.
         if !session.pending_approvals().iter().any(|id| id == call_id) {
+            return;
+        }
+        if events.next().await.is_none() {
+            return;
+        }
+    }
+}
+
+/// Resolves once question `id` is no longer open (see [`withdrawn`]).
+async fn question_closed(session: &ChatSession, id: u64, asked: u64) {
+    let mut events = session.subscribe(asked);
+    loop {
+        if !session.pending_questions().contains(&id) {
             return;
         }
         if events.next().await.is_none() {

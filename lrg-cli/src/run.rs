@@ -20,6 +20,14 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
     // contacted (or the prompt read).
     let started = std::time::Instant::now();
     let schema = args.output_schema.as_deref().map(read_schema).transpose()?;
+    // A run cannot ask anyone: a server's question is declined, unless the
+    // script gave the answers.
+    let answerer = match &args.answers {
+        Some(path) => crate::questions::Answerer::File(std::sync::Arc::new(
+            crate::questions::Answers::load(path)?,
+        )),
+        None => crate::questions::Answerer::Nobody,
+    };
     let from_stdin = !matches!(args.prompt.as_deref(), Some(p) if p != "-");
     let prompt = input::prompt(args.prompt.clone()).await?;
     let ready = setup::session(SessionFlags {
@@ -53,7 +61,7 @@ pub async fn run(args: RunArgs) -> Result<Exit, CliError> {
     } else {
         Format::Plain
     };
-    let printer = Printer::new(format, session.clone(), approver);
+    let printer = Printer::new(format, session.clone(), approver).with_answerer(answerer);
     printer.header(&ready.info.id());
     let running = Running::start_after(printer, ready.shown);
     let ctrl_c = CtrlC::watch(session.clone(), Exit::Stopped);

@@ -16,6 +16,10 @@
 //! token: `#session=…&token=…&owner=default&owner_token=…`). Idle ones are
 //! put away there after 30 minutes without a page watching.
 //!
+//! `--sub-agents` lets every chat's model delegate tasks to sub-agents
+//! (unless an API open says `sub_agents: false`): the page shows a card per
+//! sub-agent, and asks its questions.
+//!
 //! Permissions are bound to the settings file `lrg chat` uses, so an
 //! "always" answer on the page is saved and holds in the terminal too
 //! (unless permission flags change them for this run, as there).
@@ -70,6 +74,11 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     }
     if let Some(system) = &args.system {
         defaults = defaults.system(system.clone());
+    }
+    // The default of every chat, the page's included; an API open may say
+    // otherwise with `sub_agents`.
+    if args.sub_agents {
+        defaults = defaults.sub_agents(true);
     }
 
     let listener = tokio::net::TcpListener::bind((args.bind, args.port))
@@ -137,6 +146,8 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     .session_config(session_config)
     .permissions(permissions)
     .prompt_context(prompt_context)
+    // Served chats get only the roots --root names, never the current directory.
+    .roots(crate::tools::explicit_roots(&args.tools)?)
     .hooks(crate::config_file::hooks()?);
     let menu = CliMenu {
         args: args.model.clone(),

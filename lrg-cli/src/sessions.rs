@@ -1,5 +1,6 @@
 //! Kept chats: `run`/`chat --session KEY` (create-or-resume through a
-//! [`SessionRegistry`]) and `lrg sessions` (list, show, rm).
+//! [`SessionRegistry`]) and `lrg sessions` (list, show, rm, and export
+//! `--test`, in [`export`]).
 //!
 //! A key given on the command line is the session's context key; the client
 //! key is the OS user, so two people on one machine never share a chat.
@@ -11,6 +12,9 @@
 //! archived, and `lrg sessions show`/`rm` take its archive id). Only
 //! `lrg sessions rm` deletes.
 
+mod export;
+
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use lrg_chat::ChatSession;
@@ -233,7 +237,40 @@ pub async fn sessions(args: SessionsArgs) -> Result<Exit, CliError> {
         SessionsAction::List => list(store.as_ref(), args.json).await,
         SessionsAction::Show { key } => show(store.as_ref(), &key, args.json).await,
         SessionsAction::Rm { key } => rm(store.as_ref(), &key).await,
+        SessionsAction::Export { key, test, reply } => {
+            export::export(store.as_ref(), &key, &test, reply, args.json).await
+        }
     }
+}
+
+/// Keep, with a new kept chat, how it is set up (the session's part and
+/// the flags' servers and recording), so that `lrg sessions export --test`
+/// can turn it into a test later. A resumed chat keeps the setup of its
+/// first message; a model that cannot be resolved now fails the first
+/// turn as well, which says why.
+pub async fn keep_setup(
+    session: &ChatSession,
+    tools: &crate::cli::ToolArgs,
+    record: Option<&PathBuf>,
+    host: &lrg_chat::ToolHost,
+) {
+    let cwd = std::env::current_dir().ok();
+    let absolute = |path: &PathBuf| match &cwd {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.clone(),
+    };
+    let other_tools = host
+        .tools()
+        .into_iter()
+        .filter(|t| !matches!(t.source, lrg_chat::tools::ToolSource::Mcp { .. }))
+        .map(|t| t.spec.name);
+    let origin = lrg_chat::store::SetupOrigin::new()
+        .mcp(tools.mcp.iter().cloned())
+        .mcp_config(tools.mcp_config.as_ref().map(absolute))
+        .recording(record.map(absolute))
+        .other_tools(other_tools)
+        .cwd(cwd.clone());
+    let _ = session.keep_setup(origin).await;
 }
 
 async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
@@ -322,9 +359,7 @@ async fn list(store: &dyn SessionStore, json: bool) -> Result<Exit, CliError> {
         "{:width$}  {:mwidth$}  {:>5}  LAST USED",
         "KEY", "MODEL", "ROWS"
     ));
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let now = now_ms();
     for (key, s) in rows {
         let archived = s
             .meta
@@ -397,6 +432,10 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
     // reader here (the HTTP API's transcript is the bounded one).
     let transcript = Transcript::whole(&stored.rows);
     let total = kept_total(&stored.state);
+    // How its sub-agents ended (kept with each one's transcript).
+    let sub_agents = lrg_chat::sub_agents::stored(store, &found.meta.id)
+        .await
+        .map_err(store_error)?;
     if json {
         // The transcript's fields, then the chat's totals beside them.
         let mut value = serde_json::to_value(&transcript).unwrap_or_default();
@@ -404,6 +443,10 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
             object.insert(
                 "total".into(),
                 serde_json::to_value(total).unwrap_or_default(),
+            );
+            object.insert(
+                "sub_agents".into(),
+                serde_json::to_value(&sub_agents).unwrap_or_default(),
             );
         }
         out::line(serde_json::to_string_pretty(&value).unwrap_or_default());
@@ -441,12 +484,46 @@ async fn show(store: &dyn SessionStore, key: &str, json: bool) -> Result<Exit, C
             _ => {}
         }
     }
+    for agent in &sub_agents {
+        out::line(sub_agent_line(agent, now_ms()));
+    }
     // Only when a turn reported usage: a model that reports none has no
     // total worth a line.
     if stored.state.usage != lrg_providers::Usage::default() {
         out::line(format_args!("total: {}", crate::prices::summary_of(&total)));
     }
     Ok(Exit::Replied)
+}
+
+/// One of a kept chat's sub-agents, for `lrg sessions show`:
+/// `sub-agent 1 done: count the notes (started 3 min ago, took 12 s)`.
+fn sub_agent_line(agent: &lrg_chat::sub_agents::SubAgentInfo, now: u64) -> String {
+    let started = agent
+        .started_ms
+        .map(|at| format!("started {}", ago(now.saturating_sub(at))));
+    let took = match (agent.started_ms, agent.ended_ms) {
+        (Some(start), Some(end)) => Some(format!("took {} s", end.saturating_sub(start) / 1000)),
+        _ => None,
+    };
+    let times: Vec<String> = started.into_iter().chain(took).collect();
+    let times = if times.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", times.join(", "))
+    };
+    format!(
+        "sub-agent {} {}: {}{times}",
+        agent.n,
+        agent.status.as_str(),
+        agent.description
+    )
+}
+
+/// Milliseconds since the Unix epoch (the store's clock).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// What a kept chat has cost: its tokens and, when the store kept it, its

@@ -212,6 +212,8 @@ pub async fn session(flags: SessionFlags<'_>) -> Result<Ready, CliError> {
         None => (builder().build(), 0, None),
         Some(key) => {
             let kept = crate::sessions::open_kept(key, flags.saved, &info, builder).await?;
+            // For `lrg sessions export --test`: a new chat keeps its setup.
+            crate::sessions::keep_setup(&kept.session, flags.tools, flags.record, &host).await;
             (kept.session, kept.shown, Some(kept.registry))
         }
     };

@@ -106,6 +106,8 @@ pub async fn host(args: &ToolArgs, strict: bool) -> Result<Arc<ToolHost>, CliErr
         options.max_result_bytes = max;
     }
     let host = Arc::new(ToolHost::with_options(options));
+    // Set before the servers start: each asks for them as it connects.
+    host.set_roots(roots(args)?).await;
     let config = servers(args)?;
     let failures = host.add_mcp_config(&config).await;
     if !failures.is_empty() {
@@ -121,6 +123,31 @@ pub async fn host(args: &ToolArgs, strict: bool) -> Result<Arc<ToolHost>, CliErr
         eprintln!("lrg: warning: tool servers did not start (their tools are missing):\n  {text}");
     }
     Ok(host)
+}
+
+/// The roots the servers are offered: the current directory, then each
+/// `--root` (one that is not a directory is a usage error).
+fn roots(args: &ToolArgs) -> Result<Vec<lrg_chat::tools::Root>, CliError> {
+    let mut roots = Vec::new();
+    if let Ok(cwd) = std::env::current_dir()
+        && let Ok(root) = lrg_chat::tools::Root::dir(&cwd)
+    {
+        roots.push(root);
+    }
+    for root in explicit_roots(args)? {
+        if !roots.contains(&root) {
+            roots.push(root);
+        }
+    }
+    Ok(roots)
+}
+
+/// The roots `--root` names, alone (what a served chat is offered).
+pub fn explicit_roots(args: &ToolArgs) -> Result<Vec<lrg_chat::tools::Root>, CliError> {
+    args.roots
+        .iter()
+        .map(|dir| lrg_chat::tools::Root::dir(dir).map_err(|e| usage!("--root: {e}")))
+        .collect()
 }
 
 /// `value` with every object's keys sorted.

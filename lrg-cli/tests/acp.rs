@@ -27,16 +27,16 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// What the fixture client saw, and how it answers permission questions.
 #[derive(Default)]
-struct Seen {
+pub(crate) struct Seen {
     /// Every update, summarized as a line.
-    updates: Vec<String>,
+    pub(crate) updates: Vec<String>,
     /// Every permission question: the call's title and the option kinds.
     asked: Vec<String>,
     /// The option ids to answer with, in order (then: reject_once).
     answers: Vec<&'static str>,
 }
 
-type Shared = Arc<Mutex<Seen>>;
+pub(crate) type Shared = Arc<Mutex<Seen>>;
 
 /// One line per update: what kind, and the part a person would read.
 fn summary(update: &SessionUpdate) -> String {
@@ -85,7 +85,7 @@ fn summary(update: &SessionUpdate) -> String {
 
 /// Run `lrg acp ARGS` in `env` and hold a conversation with it: `main`
 /// gets the connection; the client records updates and answers questions.
-async fn converse<R: Send + 'static>(
+pub(crate) async fn converse<R: Send + 'static>(
     env: &Env,
     args: &[&str],
     seen: Shared,
@@ -163,14 +163,14 @@ fn demo_server() -> String {
     format!("{} demo-server", env!("CARGO_BIN_EXE_lrg"))
 }
 
-async fn new_session(cx: &ConnectionTo<Agent>) -> NewSessionResponse {
+pub(crate) async fn new_session(cx: &ConnectionTo<Agent>) -> NewSessionResponse {
     cx.send_request(NewSessionRequest::new(std::env::temp_dir()))
         .block_task()
         .await
         .unwrap()
 }
 
-fn prompt(session: &NewSessionResponse, text: &str) -> PromptRequest {
+pub(crate) fn prompt(session: &NewSessionResponse, text: &str) -> PromptRequest {
     PromptRequest::new(
         session.session_id.clone(),
         vec![ContentBlock::from(text.to_string())],
@@ -508,7 +508,8 @@ fn an_acp_agent_that_does_not_start_is_a_clear_error() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
         r.stderr
-            .contains("cannot start ACP agent `no-such-agent-binary`"),
+            .contains("cannot start ACP agent `no-such-agent-binary`")
+            && r.stderr.contains("(is it installed and on PATH?)"),
         "{}",
         r.stderr
     );

@@ -547,3 +547,80 @@ async fn base_url_is_the_served_servers_alone_and_available_models_come_first() 
     assert_eq!(event["context_window"], window, "{event}");
     assert_eq!(interrupt_and_wait(&mut child), 0);
 }
+
+/// The parent spawns one sub-agent; its turn and the sub-agent's first race
+/// for the next two script turns (the same reply); the last is the
+/// parent's reaction to the sub-agent's answer.
+const SUB_AGENT_SCRIPT: &str = r#"[
+  {"calls": [{"name": "spawn_sub_agent", "arguments": {"tasks": [{"description": "count the notes", "prompt": "How many notes are there?"}]}}]},
+  {"text": "Working on it."},
+  {"text": "Working on it."},
+  {"text": "The helper is done."}
+]"#;
+
+#[tokio::test]
+async fn with_sub_agents_the_served_chats_delegate_and_list_their_sub_agents() {
+    let env = Env::new();
+    env.file("turns.json", SUB_AGENT_SCRIPT);
+    let mut child = serve(
+        &env,
+        &["--sub-agents"],
+        &[("LRG_AGENT_TOKEN", "agent-secret-for-the-serve-tests-0123")],
+    );
+    let url = first_line(&mut child);
+    let params = fragment(&url);
+    let (session, token) = (&params["session"], &params["token"]);
+    let origin = url.split_once("/v1/ui/chat").unwrap().0;
+    lrg_providers::transport::ensure_tls_provider();
+    let client = reqwest::Client::new();
+    let chat = format!("{origin}/v1/chat/sessions/{session}");
+    let r = client
+        .post(format!("{chat}/messages"))
+        .bearer_auth(token)
+        .json(&json!({"text": "count my notes in the background"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+
+    let mut listed = Value::Null;
+    for _ in 0..100 {
+        listed = client
+            .get(format!("{chat}/sub_agents"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if listed["sub_agents"][0]["status"] == "done" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let agent = &listed["sub_agents"][0];
+    assert_eq!(agent["status"], "done", "{listed}");
+    assert_eq!(agent["n"], 1);
+    assert_eq!(agent["description"], "count the notes");
+    assert!(agent["ended_at"].is_string(), "{listed}");
+
+    // Its own stream: its prompt and its answer, then its end.
+    let stream = client
+        .get(format!("{chat}/sub_agents/1/events"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let text = tokio::time::timeout(Duration::from_secs(20), stream.text())
+        .await
+        .expect("the sub-agent's stream did not end")
+        .unwrap();
+    assert!(
+        text.contains(r#""type":"user_message","text":"How many notes are there?""#),
+        "{text}"
+    );
+    assert!(text.contains(r#""text":"Working on it.""#), "{text}");
+    assert_eq!(interrupt_and_wait(&mut child), 0);
+}

@@ -33,3 +33,8 @@ pub mod testing;
 pub use config::{BUNDLED_SIDECAR_DIR, MlxConfig, PYTHON_ENV};
 pub use engine::{MlxEngine, MlxStats};
 pub use protocol::{PROTOCOL_VERSION, SidecarInfo, SidecarModel, Versions};
+
+/// The README's example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -25,6 +25,7 @@ fn tool(name: &str, input_schema: serde_json::Value) -> ToolSpec {
         description: format!("The {name} tool."),
         input_schema,
         annotations: Default::default(),
+        output_schema: None,
     }
 }
 

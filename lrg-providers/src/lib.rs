@@ -1,4 +1,8 @@
 #![doc = include_str!("../README.md")]
+// Every public item is API an embedder reads on docs.rs: say what it is.
+#![warn(missing_docs)]
+// On docs.rs (`--cfg docsrs`), mark each item with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod endpoint;
 mod error;

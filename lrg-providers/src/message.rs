@@ -128,6 +128,12 @@ pub struct ToolSpec {
     /// MCP-style hints about the tool's effects.
     #[serde(default)]
     pub annotations: ToolAnnotations,
+    /// JSON Schema of the tool's structured result (MCP `outputSchema`),
+    /// when it declares one: a result's `structuredContent` is checked
+    /// against it. Left out of the JSON when `None`, so recordings of tools
+    /// without one stay as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, ...). All optional.

@@ -193,6 +193,7 @@ fn notes_tool() -> ToolSpec {
         input_schema: serde_json::json!({"type": "object",
             "properties": {"name": {"type": "string"}}, "required": ["name"]}),
         annotations: Default::default(),
+        output_schema: None,
     }
 }
 

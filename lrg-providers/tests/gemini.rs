@@ -92,6 +92,7 @@ fn tool(name: &str) -> ToolSpec {
         description: format!("The {name} tool."),
         input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
         annotations: Default::default(),
+        output_schema: None,
     }
 }
 

@@ -162,6 +162,7 @@ fn tool(name: &str, description: &str, input_schema: Value) -> ToolSpec {
         description: description.into(),
         input_schema,
         annotations: ToolAnnotations::default(),
+        output_schema: None,
     }
 }
 

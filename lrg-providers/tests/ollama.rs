@@ -78,6 +78,7 @@ fn tool(name: &str, property: &str) -> ToolSpec {
         description: format!("The {property}"),
         input_schema: json!({"type": "object", "properties": {property: {"type": "string"}}, "required": [property]}),
         annotations: Default::default(),
+        output_schema: None,
     }
 }
 

@@ -97,6 +97,7 @@ fn weather_tool() -> ToolSpec {
         description: "Current weather for a city".into(),
         input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
         annotations: Default::default(),
+        output_schema: None,
     }
 }
 
@@ -106,6 +107,7 @@ fn time_tool() -> ToolSpec {
         description: String::new(),
         input_schema: json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
         annotations: Default::default(),
+        output_schema: None,
     }
 }
 
@@ -390,6 +392,7 @@ async fn unpaired_history_is_repaired_and_schemas_are_portable() {
             "$defs": {"set": {"type": "string", "enum": ["all", "picked"]}}
         }),
         annotations: Default::default(),
+        output_schema: None,
     };
     let request = TurnRequest::new(messages).tools(vec![tool]);
     turn(&openai(&server.uri()), request).await.unwrap();

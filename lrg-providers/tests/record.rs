@@ -32,6 +32,7 @@ fn tools() -> Vec<ToolSpec> {
             read_only_hint: Some(true),
             ..Default::default()
         },
+        output_schema: None,
     }]
 }
 

@@ -151,6 +151,7 @@ fn weather_tool() -> ToolSpec {
         description: "Current weather for a city".into(),
         input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
         annotations: Default::default(),
+        output_schema: None,
     }
 }
 
@@ -160,6 +161,7 @@ fn time_tool() -> ToolSpec {
         description: String::new(),
         input_schema: json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
         annotations: Default::default(),
+        output_schema: None,
     }
 }
 

@@ -26,6 +26,7 @@ fn tools() -> Vec<ToolSpec> {
                 "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
                 "required": ["city"]}),
             annotations: Default::default(),
+            output_schema: None,
         },
         ToolSpec {
             name: "add".into(),
@@ -33,6 +34,7 @@ fn tools() -> Vec<ToolSpec> {
             input_schema: json!({"type": "object", "properties": {
                 "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}),
             annotations: Default::default(),
+            output_schema: None,
         },
     ]
 }

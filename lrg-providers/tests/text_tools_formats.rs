@@ -28,6 +28,7 @@ fn tools() -> Vec<ToolSpec> {
                 "city": {"type": "string"}, "days": {"type": "integer"}},
                 "required": ["city"]}),
             annotations: Default::default(),
+            output_schema: None,
         },
         ToolSpec {
             name: "add".into(),
@@ -35,6 +36,7 @@ fn tools() -> Vec<ToolSpec> {
             input_schema: json!({"type": "object", "properties": {
                 "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}),
             annotations: Default::default(),
+            output_schema: None,
         },
     ]
 }

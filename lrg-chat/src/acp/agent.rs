@@ -11,15 +11,19 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    RequestPermissionRequest, SessionConfigOption, SessionConfigOptionCategory,
-    SessionConfigOptionValue, SessionConfigSelectOption, SessionId, SessionNotification,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, RequestPermissionRequest, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigOptionValue, SessionConfigSelectOption, SessionId, SessionInfo,
+    SessionListCapabilities, SessionNotification, SessionResumeCapabilities,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client, ErrorCode};
 use futures::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use super::map::{self, Choice, Updates};
 use super::{AcpError, AcpSession, MODEL_OPTION, SessionFactory, SessionSpec};
@@ -50,6 +54,7 @@ where
         state.clone(),
         state.clone(),
     );
+    let (s7, s8) = (state.clone(), state.clone());
     let result = Agent
         .v1()
         .name("lrg")
@@ -60,9 +65,12 @@ where
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: NewSessionRequest, responder: Responder<NewSessionResponse>, cx| {
+            async move |req: NewSessionRequest,
+                        responder: Responder<NewSessionResponse>,
+                        cx: ConnectionTo<Client>| {
                 let state = s2.clone();
-                cx.spawn(async move { reply(responder, state.new_session(req).await) })
+                let conn = cx.clone();
+                cx.spawn(async move { reply(responder, state.new_session(req, &conn).await) })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -77,21 +85,40 @@ where
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
+            async move |req: ResumeSessionRequest,
+                        responder: Responder<ResumeSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                let state = s7.clone();
+                let conn = cx.clone();
+                cx.spawn(async move { reply(responder, state.resume_session(req, &conn).await) })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ListSessionsRequest,
+                        responder: Responder<ListSessionsResponse>,
+                        cx| {
+                let state = s8.clone();
+                cx.spawn(async move { reply(responder, state.list_sessions(req).await) })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
             async move |req: PromptRequest,
                         responder: Responder<PromptResponse>,
                         cx: ConnectionTo<Client>| {
                 let state = s4.clone();
-                let conn = cx.clone();
-                cx.spawn(async move { reply(responder, state.prompt(req, &conn).await) })
+                cx.spawn(async move { reply(responder, state.prompt(req).await) })
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
             async move |req: SetSessionConfigOptionRequest,
                         responder: Responder<SetSessionConfigOptionResponse>,
-                        cx| {
+                        cx: ConnectionTo<Client>| {
                 let state = s5.clone();
-                cx.spawn(async move { reply(responder, state.set_option(req).await) })
+                let conn = cx.clone();
+                cx.spawn(async move { reply(responder, state.set_option(req, &conn).await) })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -139,6 +166,9 @@ fn reply<T: agent_client_protocol::JsonRpcResponse>(
     }
 }
 
+/// How many sessions one `session/list` page holds.
+const LIST_PAGE: usize = 50;
+
 struct State {
     factory: Arc<dyn SessionFactory>,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
@@ -147,8 +177,17 @@ struct State {
 /// One open session; its chat is replaced when the client picks another
 /// model (a new chat: a conversation moves to another model only when the
 /// person says so, and ACP's model picker does not ask).
+///
+/// Its chat's events are told to the client by one teller task for as long
+/// as the session is open, in prompts and between them: a sub-agent's
+/// result starts a turn of its own, which the client sees as it runs.
 struct Live {
     inner: Mutex<(AcpSession, SessionSpec)>,
+    /// The `seq` of the newest event the teller has told (or passed over),
+    /// so a prompt answers only after its turn's every update.
+    told: watch::Sender<u64>,
+    /// Ends the current chat's teller (when the chat is replaced or closed).
+    teller: Mutex<CancellationToken>,
 }
 
 impl Live {
@@ -164,15 +203,86 @@ impl Live {
         lrg_providers::sync::lock(&self.inner).1.clone()
     }
 
-    /// Put `session` in place and shut the old one's tools down.
-    async fn replace(&self, session: AcpSession, spec: SessionSpec) {
+    /// Put `session` in place, tell its events from now on, and shut the
+    /// old one's tools down.
+    async fn replace(
+        self: &Arc<Self>,
+        session: AcpSession,
+        spec: SessionSpec,
+        cx: &ConnectionTo<Client>,
+        id: &str,
+    ) {
+        let chat = session.session.clone();
         let old = std::mem::replace(
             &mut *lrg_providers::sync::lock(&self.inner),
             (session, spec),
         );
+        self.tell(cx, id, chat);
         close(old.0).await;
     }
+
+    /// Start telling `chat`'s events after its current last one, ending the
+    /// teller of the chat before it.
+    fn tell(self: &Arc<Self>, cx: &ConnectionTo<Client>, id: &str, chat: ChatSession) {
+        let stop = CancellationToken::new();
+        lrg_providers::sync::lock(&self.teller).cancel();
+        *lrg_providers::sync::lock(&self.teller) = stop.clone();
+        let from = chat.events().last_seq();
+        self.told.send_replace(from);
+        let (live, conn, id) = (self.clone(), cx.clone(), SessionId::new(id.to_string()));
+        let task = async move {
+            let mut events = chat.subscribe(from);
+            let mut updates = Updates::default();
+            loop {
+                let entry = tokio::select! {
+                    () = stop.cancelled() => break,
+                    entry = events.next() => entry,
+                };
+                let Some(entry) = entry else { break };
+                match &entry.event {
+                    // The log forgot what this teller had not read yet
+                    // (ACP has no way to say so): go on from its newest.
+                    Event::Resync => {
+                        let newest = chat.events().last_seq();
+                        events = chat.subscribe(newest);
+                        live.told.send_replace(newest);
+                        continue;
+                    }
+                    event @ Event::ApprovalNeeded { .. } => {
+                        if let Some(request) = crate::ApprovalRequest::from_event(event) {
+                            ask(&conn, &chat, &id, request);
+                        }
+                    }
+                    event => {
+                        for update in updates.map(event, false) {
+                            let _ = conn
+                                .send_notification(SessionNotification::new(id.clone(), update));
+                        }
+                    }
+                }
+                // Deltas are not numbered: the numbered event after them is.
+                if let Some(seq) = entry.seq {
+                    live.told.send_replace(seq);
+                }
+            }
+            Ok(())
+        };
+        if cx.spawn(task).is_err() {
+            // The connection is closing: nothing is told any more.
+            lrg_providers::sync::lock(&self.teller).cancel();
+        }
+    }
+
+    /// Wait until the teller has told every event up to `seq` (bounded: a
+    /// teller that cannot send any more must not hold the answer back).
+    async fn told_up_to(&self, seq: u64) {
+        let mut told = self.told.subscribe();
+        let _ = tokio::time::timeout(TOLD_WAIT, told.wait_for(|told| *told >= seq)).await;
+    }
 }
+
+/// The longest a prompt's answer waits for its last updates to be told.
+const TOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 async fn close(session: AcpSession) {
     session.session.stop();
@@ -185,10 +295,18 @@ impl State {
     fn initialize(&self, _req: &InitializeRequest) -> InitializeResponse {
         // Only v1 is spoken; a client asking for a later version reads the
         // answer and decides.
+        let kept = self.factory.can_load();
+        let mut sessions = SessionCapabilities::new();
+        if kept {
+            sessions = sessions
+                .list(SessionListCapabilities::new())
+                .resume(SessionResumeCapabilities::new());
+        }
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(
                 AgentCapabilities::new()
-                    .load_session(self.factory.can_load())
+                    .load_session(kept)
+                    .session_capabilities(sessions)
                     .prompt_capabilities(
                         PromptCapabilities::new().image(true).embedded_context(true),
                     )
@@ -204,13 +322,22 @@ impl State {
             .ok_or_else(|| AcpError::NotFound(format!("unknown session id `{}`", id.0)))
     }
 
-    fn insert(&self, id: String, session: AcpSession, spec: SessionSpec) {
-        lrg_providers::sync::lock(&self.sessions).insert(
-            id,
-            Arc::new(Live {
-                inner: Mutex::new((session, spec)),
-            }),
-        );
+    /// Open `session` as `id`: its events are told to the client from now.
+    fn insert(
+        &self,
+        id: String,
+        session: AcpSession,
+        spec: SessionSpec,
+        cx: &ConnectionTo<Client>,
+    ) {
+        let chat = session.session.clone();
+        let live = Arc::new(Live {
+            inner: Mutex::new((session, spec)),
+            told: watch::Sender::new(0),
+            teller: Mutex::new(CancellationToken::new()),
+        });
+        live.tell(cx, &id, chat);
+        lrg_providers::sync::lock(&self.sessions).insert(id, live);
     }
 
     async fn close_all(&self) {
@@ -219,6 +346,7 @@ impl State {
             .map(|(_, live)| live)
             .collect();
         for live in all {
+            lrg_providers::sync::lock(&live.teller).cancel();
             let chat = live.chat();
             chat.stop();
             let host = lrg_providers::sync::lock(&live.inner).0.host.clone();
@@ -246,7 +374,11 @@ impl State {
         ]
     }
 
-    async fn new_session(&self, req: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
+    async fn new_session(
+        &self,
+        req: NewSessionRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<NewSessionResponse, AcpError> {
         let mcp = map::mcp_config(req.mcp_servers).map_err(AcpError::Invalid)?;
         let spec = SessionSpec::new(req.cwd).with_mcp(mcp);
         let opened = self.factory.open(spec.clone()).await?;
@@ -257,7 +389,7 @@ impl State {
             None => crate::store::SessionId::random().as_str().to_string(),
         };
         let options = self.options(&opened.model).await;
-        self.insert(id.clone(), opened, spec);
+        self.insert(id.clone(), opened, spec, cx);
         Ok(NewSessionResponse::new(id).config_options(options))
     }
 
@@ -267,12 +399,7 @@ impl State {
         cx: &ConnectionTo<Client>,
     ) -> Result<LoadSessionResponse, AcpError> {
         let id = req.session_id.0.to_string();
-        if lrg_providers::sync::lock(&self.sessions).contains_key(&id) {
-            return Err(AcpError::Invalid(format!("session `{id}` is already open")));
-        }
-        let mcp = map::mcp_config(req.mcp_servers).map_err(AcpError::Invalid)?;
-        let spec = SessionSpec::new(req.cwd).with_mcp(mcp);
-        let opened = self.factory.load(&id, spec.clone()).await?;
+        let (opened, spec) = self.open_kept(&id, req.cwd, req.mcp_servers).await?;
         // The history, told again as the spec asks, before the answer. A
         // log bounded below the chat's size has forgotten its start: then
         // the history itself is told, and of the log only what is not
@@ -298,13 +425,81 @@ impl State {
             }
         }
         let options = self.options(&opened.model).await;
-        self.insert(id, opened, spec);
+        self.insert(id, opened, spec, cx);
         Ok(LoadSessionResponse::new().config_options(options))
+    }
+
+    /// Kept session `id` opened again for the client (not yet inserted).
+    async fn open_kept(
+        &self,
+        id: &str,
+        cwd: std::path::PathBuf,
+        mcp_servers: Vec<McpServer>,
+    ) -> Result<(AcpSession, SessionSpec), AcpError> {
+        if lrg_providers::sync::lock(&self.sessions).contains_key(id) {
+            return Err(AcpError::Invalid(format!("session `{id}` is already open")));
+        }
+        let mcp = map::mcp_config(mcp_servers).map_err(AcpError::Invalid)?;
+        let spec = SessionSpec::new(cwd).with_mcp(mcp);
+        let opened = self.factory.load(id, spec.clone()).await?;
+        Ok((opened, spec))
+    }
+
+    /// `session/resume`: `session/load` without telling the history again
+    /// (the client still shows it).
+    async fn resume_session(
+        &self,
+        req: ResumeSessionRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<ResumeSessionResponse, AcpError> {
+        let id = req.session_id.0.to_string();
+        let (opened, spec) = self.open_kept(&id, req.cwd, req.mcp_servers).await?;
+        let options = self.options(&opened.model).await;
+        self.insert(id, opened, spec, cx);
+        Ok(ResumeSessionResponse::new().config_options(options))
+    }
+
+    /// `session/list`: the kept sessions, newest first, a page at a time;
+    /// the cursor is where the next page starts.
+    async fn list_sessions(
+        &self,
+        req: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, AcpError> {
+        if !self.factory.can_load() {
+            return Err(AcpError::Unsupported(
+                "sessions are not kept: start the agent with a store".into(),
+            ));
+        }
+        let start = match req.cursor.as_deref() {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().map_err(|_| {
+                AcpError::Invalid(format!("`{cursor}` is not a cursor this agent gave"))
+            })?,
+        };
+        let all = self.factory.list(req.cwd).await?;
+        let page: Vec<SessionInfo> = all
+            .iter()
+            .skip(start)
+            .take(LIST_PAGE)
+            .map(|kept| {
+                let updated = kept.updated_ms.and_then(crate::http::rfc3339);
+                SessionInfo::new(kept.id.clone(), kept.cwd.clone())
+                    .title(kept.title.clone())
+                    .updated_at(updated)
+            })
+            .collect();
+        let next = start + page.len();
+        let mut response = ListSessionsResponse::new(page);
+        if next < all.len() {
+            response = response.next_cursor(next.to_string());
+        }
+        Ok(response)
     }
 
     async fn set_option(
         &self,
         req: SetSessionConfigOptionRequest,
+        cx: &ConnectionTo<Client>,
     ) -> Result<SetSessionConfigOptionResponse, AcpError> {
         let live = self.get(&req.session_id)?;
         if *req.config_id.0 != *MODEL_OPTION {
@@ -328,17 +523,13 @@ impl State {
             }
             let spec = live.spec().with_model(model);
             let opened = self.factory.open(spec.clone()).await?;
-            live.replace(opened, spec).await;
+            live.replace(opened, spec, cx, &req.session_id.0).await;
         }
         let options = self.options(&live.model()).await;
         Ok(SetSessionConfigOptionResponse::new(options))
     }
 
-    async fn prompt(
-        &self,
-        req: PromptRequest,
-        cx: &ConnectionTo<Client>,
-    ) -> Result<PromptResponse, AcpError> {
+    async fn prompt(&self, req: PromptRequest) -> Result<PromptResponse, AcpError> {
         let live = self.get(&req.session_id)?;
         let input = map::user_input(req.prompt).map_err(AcpError::Invalid)?;
         let chat = live.chat();
@@ -346,50 +537,38 @@ impl State {
         let handle = chat
             .send(input)
             .map_err(|e| AcpError::Invalid(e.to_string()))?;
-        let id = req.session_id.clone();
-        let forward = async {
-            let mut updates = Updates::default();
+        // The session's teller tells the turn's events (and asks its
+        // approvals); the answer waits until it has told the turn's last.
+        let end = async {
             while let Some(entry) = events.next().await {
-                match &entry.event {
-                    // The last event of a turn.
-                    Event::Busy { busy: false, .. } | Event::Resync => break,
-                    Event::ApprovalNeeded {
-                        call_id,
-                        offer_always,
-                        ..
-                    } => ask(cx, &chat, &id, &updates, call_id, *offer_always),
-                    event => {
-                        for update in updates.map(event, false) {
-                            let _ =
-                                cx.send_notification(SessionNotification::new(id.clone(), update));
-                        }
-                    }
+                if matches!(entry.event, Event::Busy { busy: false, .. } | Event::Resync) {
+                    return entry.seq.unwrap_or_else(|| chat.events().last_seq());
                 }
             }
+            chat.events().last_seq()
         };
-        let (outcome, ()) = futures::join!(handle, forward);
+        let (outcome, end) = futures::join!(handle, end);
+        live.told_up_to(end).await;
         let reason = map::stop_reason(&outcome).map_err(AcpError::Session)?;
         Ok(PromptResponse::new(reason))
     }
 }
 
-/// Ask the client about call `call_id` and answer the session with what it
-/// chose, in a task of its own so the turn's updates keep flowing.
+/// Ask the client the session's question and answer the session with what
+/// it chose, in a task of its own so the turn's updates keep flowing.
 fn ask(
     cx: &ConnectionTo<Client>,
     chat: &ChatSession,
     id: &SessionId,
-    updates: &Updates,
-    call_id: &str,
-    offer_always: bool,
+    question: crate::ApprovalRequest,
 ) {
     let request = RequestPermissionRequest::new(
         id.clone(),
-        updates.question(call_id),
-        Choice::options(offer_always),
+        map::question(&question),
+        Choice::options(question.offers(crate::AnswerKind::Always)),
     );
-    let tool = updates.call(call_id).map(|c| c.tool.clone());
-    let (conn, asked, call_id) = (cx.clone(), chat.clone(), call_id.to_string());
+    let tool = Some(question.tool).filter(|t| !t.is_empty());
+    let (conn, asked, call_id) = (cx.clone(), chat.clone(), question.call_id);
     let denied_id = call_id.clone();
     let task = async move {
         // A request that fails (the client is gone, or answered with an

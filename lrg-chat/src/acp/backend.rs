@@ -88,7 +88,25 @@ enum Incoming {
     ),
 }
 
-type Route = Arc<Mutex<Option<mpsc::UnboundedSender<Incoming>>>>;
+/// Where the agent's updates and questions go: the turn in progress, for
+/// its agent session only. What comes for another session, or between
+/// prompts, is a straggler: dropped, and its time noted ([`Stragglers`]).
+type Route = Arc<Mutex<Option<(SessionId, mpsc::UnboundedSender<Incoming>)>>>;
+
+/// When each agent session last sent something no prompt of it was waiting
+/// for (an update a cancelled prompt sent after its answer).
+type Stragglers = Arc<Mutex<std::collections::HashMap<SessionId, std::time::Instant>>>;
+
+/// The agent sessions whose last prompt was cancelled (shared with the
+/// cancel that a dropped turn sends).
+type Cancelled = Arc<Mutex<HashSet<SessionId>>>;
+
+/// After a cancelled prompt, the next prompt of that session waits until
+/// the agent has sent nothing for it for this long, so late updates of the
+/// cancelled one never show in the new turn ...
+const QUIET: Duration = Duration::from_millis(250);
+/// ... but never longer than this.
+const QUIET_MAX: Duration = Duration::from_secs(2);
 
 /// A started agent with its sessions: one per chat that called it (a chat
 /// and its sub-agents each have their own conversation with the agent).
@@ -96,6 +114,9 @@ struct Running {
     cx: ConnectionTo<Agent>,
     sessions: Vec<(Option<WeakChatSession>, SessionId)>,
     route: Route,
+    stragglers: Stragglers,
+    /// Sessions whose last prompt was cancelled: their next waits for quiet.
+    cancelled: Cancelled,
     task: tokio::task::JoinHandle<()>,
     /// Killed (the whole group) when dropped.
     _process: Group,
@@ -194,23 +215,40 @@ impl Inner {
         wrapped.wrap(KillOnDrop);
         let mut child = lrg_providers::retry::while_executable_busy(|| wrapped.spawn())
             .await
-            .map_err(|e| ProviderError::Config {
-                message: format!("cannot start ACP agent `{}`: {e}", self.name()),
+            .map_err(|e| {
+                // The same hint a tool server that does not start gets.
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    " (is it installed and on PATH?)"
+                } else {
+                    ""
+                };
+                ProviderError::Config {
+                    message: format!("cannot start ACP agent `{}`: {e}{hint}", self.name()),
+                }
             })?;
         let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
             return Err(self.failed("no pipes to the agent"));
         };
         let process = Group(child);
         let route: Route = Arc::default();
+        let stragglers: Stragglers = Arc::default();
         let (to_updates, to_asks) = (route.clone(), route.clone());
+        let late = stragglers.clone();
         let (cx_sender, cx_receiver) = oneshot::channel();
         let connection = Client
             .v1()
             .name("lrg")
             .on_receive_notification(
                 async move |note: SessionNotification, _cx| {
-                    if let Some(route) = lrg_providers::sync::lock(&to_updates).as_ref() {
-                        let _ = route.send(Incoming::Update(note.update));
+                    let route = lrg_providers::sync::lock(&to_updates);
+                    match route.as_ref() {
+                        Some((session, turn)) if *session == note.session_id => {
+                            let _ = turn.send(Incoming::Update(note.update));
+                        }
+                        _ => {
+                            lrg_providers::sync::lock(&late)
+                                .insert(note.session_id, std::time::Instant::now());
+                        }
                     }
                     Ok(())
                 },
@@ -219,9 +257,12 @@ impl Inner {
             .on_receive_request(
                 async move |req: RequestPermissionRequest, responder, cx| {
                     let (sender, answer) = oneshot::channel();
-                    let routed = lrg_providers::sync::lock(&to_asks)
-                        .as_ref()
-                        .is_some_and(|r| r.send(Incoming::Ask(req, sender)).is_ok());
+                    let routed = match lrg_providers::sync::lock(&to_asks).as_ref() {
+                        Some((session, turn)) if *session == req.session_id => {
+                            turn.send(Incoming::Ask(req, sender)).is_ok()
+                        }
+                        _ => false,
+                    };
                     cx.spawn(async move {
                         // No turn in progress, or the turn ended first: nobody
                         // said yes.
@@ -276,6 +317,8 @@ impl Inner {
             cx,
             sessions: Vec::new(),
             route,
+            stragglers,
+            cancelled: Cancelled::default(),
             task,
             _process: process,
         })
@@ -333,8 +376,15 @@ impl ChatModel for AcpBackend {
                     return;
                 }
             };
+            let was_cancelled = lrg_providers::sync::lock(&running.cancelled).remove(&session);
+            if was_cancelled {
+                quiet(&running.stragglers, &session).await;
+            }
             let (sender, mut incoming) = mpsc::unbounded_channel();
-            *lrg_providers::sync::lock(&running.route) = Some(sender);
+            *lrg_providers::sync::lock(&running.route) = Some((session.clone(), sender));
+            // Cleared however the turn ends, dropped mid-way too: what comes
+            // after is a straggler.
+            let _route = ClearRoute(running.route.clone());
             let response = running
                 .cx
                 .send_request(PromptRequest::new(session.clone(), prompt))
@@ -342,7 +392,10 @@ impl ChatModel for AcpBackend {
             tokio::pin!(response);
             // The loop drops a stopped turn's stream without polling it
             // again: the agent is told to cancel then too.
-            let mut pending = CancelOnDrop(Some((running.cx.clone(), session.clone())));
+            let mut pending = CancelOnDrop(
+                Some((running.cx.clone(), session.clone())),
+                running.cancelled.clone(),
+            );
             let mut shown = Shown::new(shown_chat);
             let mut cancel_sent = false;
             let result = loop {
@@ -383,6 +436,9 @@ impl ChatModel for AcpBackend {
                 }
             }
             *lrg_providers::sync::lock(&running.route) = None;
+            if matches!(&result, Ok(a) if a.stop_reason == AcpStop::Cancelled) {
+                lrg_providers::sync::lock(&running.cancelled).insert(session.clone());
+            }
             match result {
                 Ok(answer) => {
                     let stop = match answer.stop_reason {
@@ -412,13 +468,40 @@ impl ChatModel for AcpBackend {
     }
 }
 
+/// Wait until agent session `session` has sent no straggler for [`QUIET`]
+/// (at most [`QUIET_MAX`]).
+async fn quiet(stragglers: &Stragglers, session: &SessionId) {
+    let started = std::time::Instant::now();
+    // A cancel is told at once; its late updates take a moment to come.
+    lrg_providers::sync::lock(stragglers).insert(session.clone(), started);
+    while started.elapsed() < QUIET_MAX {
+        let last = lrg_providers::sync::lock(stragglers).get(session).copied();
+        match last {
+            Some(at) if at.elapsed() < QUIET => tokio::time::sleep(QUIET / 5).await,
+            _ => break,
+        }
+    }
+    lrg_providers::sync::lock(stragglers).remove(session);
+}
+
 /// Sends `session/cancel` for a prompt still running when dropped.
-struct CancelOnDrop(Option<(ConnectionTo<Agent>, SessionId)>);
+/// Clears the route when the turn is over.
+struct ClearRoute(Route);
+
+impl Drop for ClearRoute {
+    fn drop(&mut self) {
+        *lrg_providers::sync::lock(&self.0) = None;
+    }
+}
+
+/// The cancel is noted, so the session's next prompt waits for quiet.
+struct CancelOnDrop(Option<(ConnectionTo<Agent>, SessionId)>, Cancelled);
 
 impl CancelOnDrop {
     fn cancel(&mut self) {
         if let Some((cx, session)) = self.0.take() {
-            let _ = cx.send_notification(CancelNotification::new(session));
+            let _ = cx.send_notification(CancelNotification::new(session.clone()));
+            lrg_providers::sync::lock(&self.1).insert(session);
         }
     }
 }
@@ -545,6 +628,8 @@ impl Shown {
                     ok: status == Some(ToolCallStatus::Completed),
                     text,
                     images: Vec::new(),
+                    structured: None,
+                    resources: Vec::new(),
                 }
             }
             _ => return,

@@ -11,11 +11,10 @@ use agent_client_protocol::v1::schema::{
 };
 use base64::Engine as _;
 use lrg_providers::Image;
-use serde_json::Value;
 
 use crate::events::{DeltaKind, Event};
 use crate::permissions::Answer;
-use crate::session::{TurnOutcome, UserInput};
+use crate::session::{ApprovalRequest, TurnOutcome, UserInput};
 use crate::tools::{HttpServerConfig, McpConfig, McpServerConfig, StdioServerConfig, ToolClass};
 
 /// The ACP kind of a tool of this class: what an editor shows beside it.
@@ -193,21 +192,10 @@ pub(crate) fn stop_reason(outcome: &TurnOutcome) -> Result<StopReason, String> {
     }
 }
 
-/// What is known of a call once announced: what a permission question
-/// and later updates show.
-#[derive(Debug, Clone)]
-pub(crate) struct CallInfo {
-    pub(crate) tool: String,
-    pub(crate) title: String,
-    pub(crate) kind: ToolKind,
-    pub(crate) arguments: Value,
-}
-
 /// Turns a session's events into ACP session updates, remembering what it
-/// needs across events (the calls announced, whether a turn was streamed).
+/// needs across events (whether a turn was streamed, why a hook denied).
 #[derive(Debug, Default)]
 pub(crate) struct Updates {
-    calls: HashMap<String, CallInfo>,
     /// Text was streamed as deltas for the current model turn, so its
     /// `assistant_turn` repeats it and is not sent again.
     streamed: bool,
@@ -217,11 +205,6 @@ pub(crate) struct Updates {
 }
 
 impl Updates {
-    /// The call `call_id` as announced, for a permission question.
-    pub(crate) fn call(&self, call_id: &str) -> Option<&CallInfo> {
-        self.calls.get(call_id)
-    }
-
     /// The updates for one event. `replay`: the event is history being told
     /// again (`session/load`), so user messages are sent too.
     pub(crate) fn map(&mut self, event: &Event, replay: bool) -> Vec<SessionUpdate> {
@@ -258,17 +241,11 @@ impl Updates {
                 arguments,
                 ..
             } => {
-                let info = CallInfo {
-                    tool: tool.clone(),
-                    title: title.clone().unwrap_or_else(|| tool.clone()),
-                    kind: tool_kind(*class),
-                    arguments: arguments.clone(),
-                };
-                let call = ToolCall::new(call_id.clone(), info.title.clone())
-                    .kind(info.kind)
+                let title = title.clone().unwrap_or_else(|| tool.clone());
+                let call = ToolCall::new(call_id.clone(), title)
+                    .kind(tool_kind(*class))
                     .status(ToolCallStatus::Pending)
-                    .raw_input(info.arguments.clone());
-                self.calls.insert(call_id.clone(), info);
+                    .raw_input(arguments.clone());
                 vec![SessionUpdate::ToolCall(call)]
             }
             Event::ToolRunning { call_id } => vec![status(call_id, ToolCallStatus::InProgress)],
@@ -356,18 +333,17 @@ impl Updates {
             _ => Vec::new(),
         }
     }
+}
 
-    /// The update a permission question carries: the call as announced.
-    pub(crate) fn question(&self, call_id: &str) -> ToolCallUpdate {
-        let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Pending);
-        if let Some(info) = self.call(call_id) {
-            fields = fields
-                .title(info.title.clone())
-                .kind(info.kind)
-                .raw_input(info.arguments.clone());
-        }
-        ToolCallUpdate::new(call_id.to_string(), fields)
-    }
+/// The update a permission question carries: the call, as the question
+/// itself describes it.
+pub(crate) fn question(request: &ApprovalRequest) -> ToolCallUpdate {
+    let fields = ToolCallUpdateFields::new()
+        .status(ToolCallStatus::Pending)
+        .title(request.label().to_string())
+        .kind(tool_kind(request.class))
+        .raw_input(request.arguments.clone());
+    ToolCallUpdate::new(request.call_id.clone(), fields)
 }
 
 fn status(call_id: &str, status: ToolCallStatus) -> SessionUpdate {
@@ -464,10 +440,17 @@ mod tests {
         };
         assert_eq!(announced.kind, ToolKind::Delete);
         assert_eq!(announced.status, ToolCallStatus::Pending);
-        assert_eq!(
-            u.question("c1").fields.title.as_deref(),
-            Some("delete_notes")
+        let asked = crate::ApprovalRequest::new(
+            "c1",
+            "delete_notes",
+            ToolClass::Destructive,
+            json!({"ids": [1]}),
+            crate::permissions::ApprovalReason::Rule,
         );
+        let question = question(&asked);
+        assert_eq!(question.fields.title.as_deref(), Some("delete_notes"));
+        assert_eq!(question.fields.kind, Some(ToolKind::Delete));
+        assert_eq!(question.fields.raw_input, Some(json!({"ids": [1]})));
         let skipped = Event::ToolSkipped {
             call_id: "c1".into(),
             reason: SkipReason::NotAllowed,

@@ -10,9 +10,10 @@
 //! `session/update`s: message and thought chunks, tool calls with their kind
 //! and status, usage), `session/request_permission` for every approval the
 //! permissions ask for, `session/cancel` (stops the turn), the model as a
-//! session config option, and `session/load` when the app keeps sessions in
-//! a store. Sessions are built by the app through a [`SessionFactory`]: this
-//! crate knows models only as [`ChatModel`](lrg_providers::ChatModel)s.
+//! session config option, and `session/load`, `session/resume` and
+//! `session/list` when the app keeps sessions in a store. Sessions are built
+//! by the app through a [`SessionFactory`]: this crate knows models only as
+//! [`ChatModel`](lrg_providers::ChatModel)s.
 //!
 //! The mapping:
 //!
@@ -73,6 +74,18 @@ pub trait SessionFactory: Send + Sync + 'static {
         })
     }
 
+    /// The kept sessions a client may load or resume (`session/list`),
+    /// newest first; with `cwd`, only those made in that folder. Only asked
+    /// when [`SessionFactory::can_load`] says sessions are kept.
+    fn list(&self, cwd: Option<PathBuf>) -> BoxFuture<'_, Result<Vec<SessionListing>, AcpError>> {
+        let _ = cwd;
+        Box::pin(async {
+            Err(AcpError::Unsupported(
+                "sessions are not kept (no store), so there are none to list".into(),
+            ))
+        })
+    }
+
     /// The models a client may choose from (the `model` config option,
     /// which lists the session's own model too, first when this lacks it).
     fn models(&self) -> BoxFuture<'_, Vec<ModelChoice>> {
@@ -110,6 +123,44 @@ impl SessionSpec {
     /// The same, with these client servers.
     pub fn with_mcp(mut self, mcp: McpConfig) -> Self {
         self.mcp = mcp;
+        self
+    }
+}
+
+/// One kept session, as `session/list` tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionListing {
+    /// Its id, which `session/load` and `session/resume` take.
+    pub id: String,
+    /// The folder it was made in (absolute).
+    pub cwd: PathBuf,
+    /// What a session picker shows: its name, else its first message.
+    pub title: Option<String>,
+    /// When it last changed, in milliseconds since the Unix epoch.
+    pub updated_ms: Option<u64>,
+}
+
+impl SessionListing {
+    /// Session `id`, made in `cwd`, with no title or time yet.
+    pub fn new(id: impl Into<String>, cwd: impl Into<PathBuf>) -> Self {
+        Self {
+            id: id.into(),
+            cwd: cwd.into(),
+            title: None,
+            updated_ms: None,
+        }
+    }
+
+    /// The same, titled `title`.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The same, last changed at `ms` (milliseconds since the Unix epoch).
+    pub fn updated(mut self, ms: u64) -> Self {
+        self.updated_ms = Some(ms);
         self
     }
 }

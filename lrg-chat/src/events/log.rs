@@ -317,9 +317,19 @@ fn approx_bytes(event: &Event) -> usize {
                 ..
             } => call_id.len() + tool.len() + opt(title) + value_bytes(arguments),
             Event::ApprovalNeeded {
-                call_id, sub_agent, ..
+                call_id,
+                tool,
+                title,
+                arguments,
+                warnings,
+                sub_agent,
+                ..
             } => {
                 call_id.len()
+                    + tool.len()
+                    + opt(title)
+                    + value_bytes(arguments)
+                    + warnings.iter().map(String::len).sum::<usize>()
                     + sub_agent.as_ref().map_or(0, |a| {
                         a.sub_session_id.len() + a.tool.len() + value_bytes(&a.arguments)
                     })

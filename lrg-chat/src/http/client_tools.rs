@@ -86,6 +86,7 @@ pub(crate) fn client_tools(body: Vec<ClientToolBody>) -> Result<Vec<ClientToolSp
                 description: tool.description,
                 input_schema: tool.input_schema,
                 annotations: tool.annotations,
+                output_schema: None,
             },
             ends_turn: tool.ends_turn,
         });
@@ -117,6 +118,8 @@ pub(crate) async fn post_tool_result(
                 parts,
                 is_error: body.is_error,
                 warning: None,
+                structured: None,
+                resources: Vec::new(),
             },
         )
         .map_err(|e| ApiError::not_found(e.to_string()))?;

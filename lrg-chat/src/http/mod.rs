@@ -48,18 +48,22 @@
 //!
 //! | route | token | what |
 //! | --- | --- | --- |
-//! | `POST /v1/chat/sessions` | agent | `{model?, mcpServers?, permissions?, system?, local_only?, client_key?, context_key?, replace?, carry_over?, owner?}` → `201 {session, chat_token, page_url, opened}` (`200` when the keys name a live chat); `409 {error, stored_model}` (kind `other_model`) when the keys name a chat on another model and neither `replace` nor `carry_over` is set |
-//! | `POST /v1/chat/sessions/{id}/messages` | chat (or its owner's) | `{text, images?: [{mime, data}], output_schema?}` → `202 {last_seq, saved?}` once the message is kept (see below); 409 while busy. With `output_schema` (a JSON Schema object) the message is typed ([`ChatSession::send_output`](crate::session::ChatSession::send_output)): its final `assistant_turn` carries the validated `json`; a schema that cannot be used is a 400 naming the problem, before anything is recorded |
+//! | `POST /v1/chat/sessions` | agent | `{model?, mcpServers?, permissions?, system?, local_only?, client_key?, context_key?, replace?, carry_over?, owner?, sub_agents?}` → `201 {session, chat_token, page_url, opened}` (`200` when the keys name a live chat); `409 {error, stored_model}` (kind `other_model`) when the keys name a chat on another model and neither `replace` nor `carry_over` is set |
+//! | `POST /v1/chat/sessions/{id}/messages` | chat (or its owner's) | `{text, images?: [{mime, data}], output_schema?}` or `{prompt: {server, name, arguments?}, output_schema?}` (a tool server's prompt, expanded; 404 for an unknown server or prompt, 400 naming a missing or unknown argument) → `202 {last_seq, saved?}` once the message is kept (see below); 409 while busy. With `output_schema` (a JSON Schema object) the message is typed ([`ChatSession::send_output`](crate::session::ChatSession::send_output)): its final `assistant_turn` carries the validated `json`; a schema that cannot be used is a 400 naming the problem, before anything is recorded |
+//! | `GET /v1/chat/sessions/{id}/prompts` | chat | `{prompts: [{server, name, title?, description, arguments: [{name, description, required}]}], failed_servers: [{error}]}`: the prompts of the chat's tool servers ([`crate::tools::ToolHost::prompts`]) |
 //! | `POST /v1/chat/sessions/{id}/stop` | chat | stop the running message |
 //! | `POST /v1/chat/sessions/{id}/retry` | chat | `{text?}`: answer the last message again, with `text` in place of its text when given (an edit; 400 when empty) → `202 {last_seq, saved?}` once the rewind is kept |
 //! | `POST /v1/chat/sessions/{id}/clear` | chat | empty the conversation → `200 {last_seq, saved?}` once the emptied chat is kept and `cleared` published |
 //! | `POST /v1/chat/sessions/{id}/compact` | chat | summarize the conversation → `202 {last_seq, saved?}`; `compacted` follows once the summary is kept |
 //! | `POST /v1/chat/sessions/{id}/approvals/{call_id}` | chat | `{answer: "once"\|"chat"\|"always"\|"deny", note?}` |
+//! | `POST /v1/chat/sessions/{id}/questions/{question_id}` | chat | `{action: "accept"\|"decline"\|"cancel", content?}`: answer a tool server's `question` (content: the form's field values) → `200 {accepted}`; 400 names the field (`content.NAME`) and the question stays open; 404 when it is not open |
 //! | `GET`, `PUT /v1/chat/sessions/{id}/permissions` | chat | `{mode, rules, bulk_limit, saved, local_only, tools}`; PUT `{mode?, rules?, bulk_limit?, local_only?}` |
 //! | `GET /v1/chat/sessions/{id}/models` | chat | `{current, groups: [{provider, models}], cloud_consented}` (`cloud_consented`: the person agreed to send this chat to the current model's provider) |
 //! | `POST /v1/chat/sessions/{id}/consent` | chat | `{provider, always?}`: the person agreed to send this chat to `provider`'s cloud; kept with the chat, and with `always` ("don't ask again") in the permission settings → `200 {provider, always, saved, settings_saved?}` |
 //! | `POST /v1/chat/sessions/{id}/model` | chat | `{model, carry_over?}`, `model` an available id of `…/models` (else 400) → `201 {session, chat_token, page_url, opened}` of a new chat, this one kept and not ended; with `carry_over: true`, `200` with this same chat, now on `model`; 409 busy (`confirm`, from the two-step switch, is accepted and needs no answer) |
 //! | `GET /v1/chat/sessions/{id}/events?after=N` | chat | SSE: one JSON event per `data:` line, `id:` is the seq |
+//! | `GET /v1/chat/sessions/{id}/sub_agents` | chat | `{sub_agents: [{n, id, description, status, call_id, started_at, ended_at}]}`: the chat's sub-agents, by number, kept ones of earlier runs included (see [`crate::sub_agents`]) |
+//! | `GET /v1/chat/sessions/{id}/sub_agents/{n}/events?after=N` | chat | SSE: sub-agent `n`'s own events, as `…/events`; 409 while it is queued |
 //! | `GET /v1/chat/sessions/{id}/transcript` | chat | the conversation as rendered ([`crate::transcript::Transcript`]); headers `lrg-last-seq` (follow the events from there after a `resync`) and `lrg-first-kept-seq` (the oldest event the log keeps) |
 //! | `GET /v1/chat/sessions/{id}/images/{call_id}/{n}` | chat | image `n` (from 0) a tool returned |
 //! | `DELETE /v1/chat/sessions/{id}` | chat | end the chat and delete its stored copy |
@@ -156,11 +160,15 @@ mod open;
 mod opener;
 mod owner_auth;
 mod owners;
+pub(crate) use owners::rfc3339;
 mod page;
 mod prompt_route;
+mod prompts_route;
+mod questions;
 mod routes;
 mod sessions;
 mod sse;
+mod sub_agents;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -530,6 +538,10 @@ impl ChatServer {
                 chat(post(client_tools::post_tool_result)),
             )
             .route(
+                "/v1/chat/sessions/{id}/questions/{question_id}",
+                chat(post(questions::post_answer)),
+            )
+            .route(
                 "/v1/chat/sessions/{id}/consent",
                 chat(post(consent::post_consent)),
             )
@@ -539,8 +551,20 @@ impl ChatServer {
             )
             .route("/v1/chat/sessions/{id}/events", chat(get(routes::events)))
             .route(
+                "/v1/chat/sessions/{id}/sub_agents",
+                chat(get(sub_agents::list)),
+            )
+            .route(
+                "/v1/chat/sessions/{id}/sub_agents/{n}/events",
+                chat(get(sub_agents::events)),
+            )
+            .route(
                 "/v1/chat/sessions/{id}/prompt",
                 chat(get(prompt_route::get_prompt)),
+            )
+            .route(
+                "/v1/chat/sessions/{id}/prompts",
+                chat(get(prompts_route::list)),
             )
             .route(
                 "/v1/chat/sessions/{id}/transcript",

@@ -37,6 +37,10 @@ pub struct ChatSpec {
     pub owner: Option<String>,
     /// Tools the client runs itself (see [`crate::tools::client`]).
     pub client_tools: Vec<crate::tools::client::ClientToolSpec>,
+    /// Let the model delegate tasks to sub-agents ([`crate::sub_agents`],
+    /// with the default limits). The opener applies it
+    /// ([`StandardOpener`] does).
+    pub sub_agents: Option<bool>,
 }
 
 impl ChatSpec {
@@ -81,6 +85,12 @@ impl ChatSpec {
         self
     }
 
+    /// Turn sub-agents on or off.
+    pub fn sub_agents(mut self, on: bool) -> Self {
+        self.sub_agents = Some(on);
+        self
+    }
+
     /// The owner, [`crate::store::DEFAULT_OWNER`] when none is set.
     pub fn owner_or_default(&self) -> &str {
         self.owner.as_deref().unwrap_or(crate::store::DEFAULT_OWNER)
@@ -111,6 +121,7 @@ impl ChatSpec {
             } else {
                 self.client_tools
             },
+            sub_agents: self.sub_agents.or(defaults.sub_agents),
         }
     }
 }
@@ -243,6 +254,8 @@ pub struct StandardOpener {
     shared: Option<Arc<Permissions>>,
     prompt: crate::prompt::PromptContext,
     hooks: Vec<Arc<dyn crate::hooks::SessionHooks>>,
+    /// The roots every chat's tool servers are offered (none by default).
+    roots: Vec<crate::tools::Root>,
 }
 
 impl std::fmt::Debug for StandardOpener {
@@ -266,7 +279,16 @@ impl StandardOpener {
             shared: None,
             prompt: crate::prompt::PromptContext::default(),
             hooks: Vec::new(),
+            roots: Vec::new(),
         }
+    }
+
+    /// The roots every chat's MCP servers are offered (`roots/list`):
+    /// none unless given, since a served chat's person may not be this
+    /// machine's.
+    pub fn roots(mut self, roots: Vec<crate::tools::Root>) -> Self {
+        self.roots = roots;
+        self
     }
 
     /// The hooks every chat runs (see [`crate::hooks`]).
@@ -336,6 +358,7 @@ impl ChatOpener for StandardOpener {
             let info = model.info();
             let local_only = spec.local_only.unwrap_or(false);
             let host = Arc::new(ToolHost::with_options(self.tool_options));
+            host.set_roots(self.roots.clone()).await;
             let failures = match &spec.mcp_servers {
                 Some(servers) => host.add_mcp_config(servers).await,
                 None => Vec::new(),
@@ -361,6 +384,9 @@ impl ChatOpener for StandardOpener {
                 .local_only(local_only)
                 .config(self.config.clone())
                 .hooks(self.hooks.iter().cloned());
+            if spec.sub_agents == Some(true) {
+                builder = builder.sub_agents(crate::sub_agents::SubAgents::default());
+            }
             let prompt = self.prompt.builder(spec.system.as_deref());
             let mut warnings: Vec<String> = failures.iter().map(ToString::to_string).collect();
             if let Err(e) = prompt.add_tools(&host) {

@@ -100,6 +100,9 @@ pub(crate) struct OpenBody {
     /// Tools the client runs itself (see [`super::client_tools`]).
     #[serde(default)]
     client_tools: Option<Vec<super::client_tools::ClientToolBody>>,
+    /// Let the model delegate tasks to sub-agents (default: the server's).
+    #[serde(default)]
+    sub_agents: Option<bool>,
 }
 
 /// What an open body asks for: the chat, its keys, and what keys that name
@@ -153,6 +156,7 @@ pub(crate) fn open_spec(
         local_only: body.local_only,
         owner: body.owner,
         client_tools,
+        sub_agents: body.sub_agents,
     };
     Ok((spec, keys, other))
 }
@@ -190,12 +194,16 @@ pub(crate) async fn end(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct MessageBody {
+    #[serde(default)]
     text: String,
     #[serde(default)]
     images: Vec<ImageBody>,
     /// A JSON Schema the final answer must match: a typed message.
     #[serde(default)]
     output_schema: Option<Value>,
+    /// A tool server's prompt to expand and send instead of `text`.
+    #[serde(default)]
+    prompt: Option<super::prompts_route::PromptBody>,
 }
 
 #[derive(Deserialize)]
@@ -212,10 +220,24 @@ pub(crate) async fn message(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let (input, output) = message_input(
-        read_json(&state, body).await?,
-        state.config.limits.message_chars,
-    )?;
+    let mut body: MessageBody = read_json(&state, body).await?;
+    let (input, output) = match body.prompt.take() {
+        None => message_input(body, state.config.limits.message_chars)?,
+        Some(prompt) => {
+            if !body.text.is_empty() || !body.images.is_empty() {
+                return Err(ApiError::bad_request(
+                    "prompt",
+                    "give either `text` (and `images`) or `prompt`, not both",
+                ));
+            }
+            let expanded = super::prompts_route::expand(&chat, prompt).await?;
+            body.text = expanded.text;
+            // The expanded text is held to the same limit as a typed one.
+            let (mut input, output) = message_input(body, state.config.limits.message_chars)?;
+            input.images.extend(expanded.images);
+            (input, output)
+        }
+    };
     // A caller's `traceparent` is the parent of the message's span.
     let traceparent = headers.get("traceparent").and_then(|v| v.to_str().ok());
     let handle = crate::otel::under_remote_parent(traceparent, || match output {

@@ -1,4 +1,6 @@
-//! `GET …/events`: the chat's event log as server-sent events.
+//! `GET …/events`: the chat's event log as server-sent events (and, the
+//! same way, a sub-agent's: `GET …/sub_agents/{n}/events`, see
+//! `http/sub_agents.rs`).
 //!
 //! One JSON event per `data:` line; numbered events carry their `seq` as the
 //! SSE `id:`, so a client reconnects with `?after=<last id>` (or the
@@ -22,13 +24,13 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use bytes::{BufMut as _, Bytes, BytesMut};
 use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
-use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::error::ApiError;
 use super::sessions::{LiveChat, SubscriberSlot};
-use crate::events::{LogEntry, Subscription};
+use crate::events::{Event, LogEntry, Subscription};
 
 /// An idle stream's heartbeat: an SSE comment, which readers skip.
 const HEARTBEAT: &[u8] = b":\n\n";
@@ -78,7 +80,9 @@ fn write_event(buf: &mut BytesMut, entry: &LogEntry, json: &[u8]) {
 struct Feed {
     sub: Subscription,
     _slot: SubscriberSlot,
-    ended: CancellationToken,
+    /// Done when what the stream follows has ended (the chat, or a
+    /// sub-agent's work).
+    ended: BoxFuture<'static, ()>,
     heartbeat: Pin<Box<Sleep>>,
     every: Duration,
     /// The subscription ended after the events in the last chunk.
@@ -98,7 +102,7 @@ impl Feed {
         let (entry, json) = tokio::select! {
             biased;
             next = self.sub.next_json() => next?,
-            () = self.ended.cancelled() => return None,
+            () = &mut self.ended => return None,
             () = &mut self.heartbeat => {
                 self.rearm();
                 return Some(Bytes::from_static(HEARTBEAT));
@@ -133,6 +137,18 @@ pub(crate) fn stream(
     chat: &Arc<LiveChat>,
     after: u64,
 ) -> Result<Response, ApiError> {
+    let ended = Box::pin(chat.ended.clone().cancelled_owned());
+    stream_of(state, chat, chat.session.subscribe(after), ended)
+}
+
+/// The stream of `sub`, an event log of `chat` (its own, or one of its
+/// sub-agents'), until `ended`: it holds one of the chat's stream slots.
+pub(crate) fn stream_of(
+    state: &AppState,
+    chat: &Arc<LiveChat>,
+    sub: Subscription,
+    ended: BoxFuture<'static, ()>,
+) -> Result<Response, ApiError> {
     let limit = state.config.limits.subscribers_per_chat;
     let slot = chat.subscribe_slot(limit).ok_or_else(|| {
         ApiError::too_many(format!(
@@ -142,9 +158,9 @@ pub(crate) fn stream(
     let every = state.config.heartbeat;
     // The slot is held as long as the stream lives.
     let feed = Feed {
-        sub: chat.session.subscribe(after),
+        sub,
         _slot: slot,
-        ended: chat.ended.clone(),
+        ended,
         heartbeat: Box::pin(tokio::time::sleep(every)),
         every,
         finished: false,
@@ -153,14 +169,32 @@ pub(crate) fn stream(
         let chunk = feed.next_chunk().await?;
         Some((Ok::<_, Infallible>(chunk), feed))
     });
-    Ok((
+    Ok(event_stream(Body::from_stream(chunks)))
+}
+
+/// A stream whose only event is `resync`: the log the client followed is
+/// gone (a sub-agent's, rebuilt from the store once it was released), so
+/// it rebuilds from `after=0`.
+pub(crate) fn resync_only() -> Response {
+    let entry = LogEntry {
+        seq: None,
+        event: Event::Resync,
+    };
+    let json = serde_json::to_vec(&entry).unwrap_or_else(|_| b"{}".to_vec());
+    let mut buf = BytesMut::new();
+    write_event(&mut buf, &entry, &json);
+    event_stream(Body::from(buf.freeze()))
+}
+
+fn event_stream(body: Body) -> Response {
+    (
         [
             // (`Cache-Control: no-store` is on every response of the API.)
             (header::CONTENT_TYPE, "text/event-stream"),
             // Proxies that buffer would hold the stream back.
             (header::HeaderName::from_static("x-accel-buffering"), "no"),
         ],
-        Body::from_stream(chunks),
+        body,
     )
-        .into_response())
+        .into_response()
 }

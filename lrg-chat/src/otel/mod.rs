@@ -22,7 +22,7 @@
 //! Field values are computed only when a subscriber takes the span, so a
 //! process without one pays a disabled-callsite check per span.
 //!
-//! With feature `otel`: [`layer`] hands an app a tracing-opentelemetry layer
+//! With feature `otel`: `layer` hands an app a tracing-opentelemetry layer
 //! that takes lrg's spans only; the metrics `gen_ai.client.token.usage`,
 //! `gen_ai.client.operation.duration` and `lrg.tool.duration` go to the
 //! global meter provider (set it before the first chat); and the W3C
@@ -39,8 +39,8 @@ use tracing::field::Empty;
 
 pub(crate) use metrics::{record_tool_duration, record_turn};
 
-/// The target of lrg's own span events (retries): [`layer`] takes these as
-/// well as lrg's spans.
+/// The target of lrg's own span events (retries): `layer` (feature `otel`)
+/// takes these as well as lrg's spans.
 pub const EVENT_TARGET: &str = "lrg_chat::otel";
 
 /// `gen_ai.operation.name`: `invoke_agent`, `chat` or `execute_tool`.
@@ -243,6 +243,7 @@ pub(crate) fn skip_kind(reason: crate::events::SkipReason) -> &'static str {
         SkipReason::Blocked => "blocked",
         SkipReason::UnknownTool => "unknown_tool",
         SkipReason::HookDenied => "hook_denied",
+        SkipReason::ApprovalTimedOut => "approval_timed_out",
     }
 }
 

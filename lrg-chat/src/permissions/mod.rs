@@ -155,6 +155,58 @@ impl Answer {
             note: Some(note.into()),
         }
     }
+
+    /// Which kind of answer it is.
+    pub fn kind(&self) -> AnswerKind {
+        match self {
+            Answer::Once => AnswerKind::Once,
+            Answer::ThisChat => AnswerKind::ThisChat,
+            Answer::Always => AnswerKind::Always,
+            Answer::Deny { .. } => AnswerKind::Deny,
+        }
+    }
+}
+
+/// The kinds of [`Answer`], without a denial's note: what an approval
+/// question allows (`approval_needed`'s `answers`), and how a test answers
+/// one ([`crate::testing::ApprovalAnswer`]). The names are those of
+/// [`Answer`]'s `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerKind {
+    /// Run this call.
+    Once,
+    /// Run it and allow the tool for the rest of the chat.
+    ThisChat,
+    /// Run it and allow the tool from now on (an allow rule; a test keeps it
+    /// in memory and never writes settings).
+    Always,
+    /// Do not run it; a note is passed to the model.
+    Deny,
+}
+
+impl AnswerKind {
+    /// Its wire name (`once`, `this_chat`, `always`, `deny`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerKind::Once => "once",
+            AnswerKind::ThisChat => "this_chat",
+            AnswerKind::Always => "always",
+            AnswerKind::Deny => "deny",
+        }
+    }
+
+    /// The answers a question allows: all four, or all but "always" (a
+    /// bulk question asks even for an allowed tool, so a rule would not
+    /// stop it asking).
+    pub fn allowed(offer_always: bool) -> Vec<AnswerKind> {
+        let mut kinds = vec![AnswerKind::Once, AnswerKind::ThisChat];
+        if offer_always {
+            kinds.push(AnswerKind::Always);
+        }
+        kinds.push(AnswerKind::Deny);
+        kinds
+    }
 }
 
 /// Decide whether a call runs, asks or is blocked.

@@ -60,6 +60,7 @@ mod tests {
             description: String::new(),
             input_schema: json!({"type": "object"}),
             annotations: Default::default(),
+            output_schema: None,
         };
         LongestIdArray.count(&spec, &args)
     }

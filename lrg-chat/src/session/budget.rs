@@ -308,6 +308,7 @@ mod tests {
                 read_only_hint: Some(true),
                 ..Default::default()
             },
+            output_schema: None,
         }]);
         let mut prices = PriceTable::empty();
         // $1 per 1,000 in, $10 per 1,000 out: a turn above costs $2.

@@ -29,6 +29,7 @@ pub struct ChatSessionBuilder {
     resumed: Option<StoredSession>,
     sub_agents: Option<SubAgents>,
     pub(super) hooks: Vec<Arc<dyn crate::hooks::SessionHooks>>,
+    pub(super) approver: Option<Arc<dyn super::Approver>>,
 }
 
 impl ChatSessionBuilder {
@@ -47,6 +48,7 @@ impl ChatSessionBuilder {
             resumed: None,
             sub_agents: None,
             hooks: Vec::new(),
+            approver: None,
         }
     }
 
@@ -153,6 +155,25 @@ impl ChatSessionBuilder {
         self
     }
 
+    /// Answer approval questions with `approver` (default: none, so only
+    /// [`ChatSession::answer_approval`] answers them, as a front end reading
+    /// `approval_needed` events does). Both may answer; the first answer
+    /// counts. A stop, the [`approval_timeout`](Self::approval_timeout) and
+    /// a failing approver each deny the call, recorded as such (see
+    /// [`Approver`](super::Approver)). Sub-agents ask it too.
+    pub fn approver(mut self, approver: Arc<dyn super::Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// How long an approval question waits for an answer before the call
+    /// is denied (default: until answered or stopped; see
+    /// [`SessionConfig::approval_timeout`]).
+    pub fn approval_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.config.approval_timeout = Some(timeout);
+        self
+    }
+
     /// How the targets of a call are counted for the bulk limit (default
     /// [`LongestIdArray`]).
     pub fn target_counter(mut self, counter: Arc<dyn TargetCounter>) -> Self {
@@ -210,6 +231,8 @@ impl ChatSessionBuilder {
                     .map(|l| crate::sub_agents::Manager::new(l, weak.clone(), parent_id)),
                 config: self.config,
                 hooks: crate::hooks::Hooks::new(self.hooks),
+                approver: self.approver,
+                questions: super::questions::Desk::new(weak.clone()),
                 models: self.models,
                 tools: self.tools,
                 permissions: self.permissions.unwrap_or_default(),
@@ -230,6 +253,7 @@ impl ChatSessionBuilder {
         if let Some(stored) = self.resumed {
             persist::replay(&session.shared, stored);
         }
+        super::resource_updates::forward(&session.shared);
         session
     }
 }

@@ -4,10 +4,10 @@ use std::collections::HashSet;
 
 use lrg_providers::text_tools::{RECOVERY_TOOL, recovery::Recovery};
 use lrg_providers::{ToolCall, ToolResult, ToolSpec};
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::approver::{ApprovalRequest, Waited};
 use super::history::canonical_json;
 use crate::events::{Event, ImageDescriptor, SkipReason};
 use crate::hooks::ToolDecision;
@@ -82,7 +82,10 @@ async fn run_call(
         targets,
         runs_on,
     });
+    // What a person asked about this call should know too.
+    let mut warnings = Vec::new();
     if let Some(message) = repaired {
+        warnings.push(message.clone());
         shared.publish(Event::Warning {
             message,
             retrying: false,
@@ -162,6 +165,18 @@ async fn run_call(
         }
         _ => {}
     }
+    if hooked.arguments.is_some() {
+        warnings.push(
+            "a hook changed the arguments the model wrote: these are the ones that would run"
+                .to_string(),
+        );
+    }
+    if spec.annotations.read_only_hint.is_none() && spec.annotations.destructive_hint.is_none() {
+        warnings.push(format!(
+            "`{}` does not say what it changes (no annotations), so it counts as destructive",
+            spec.name
+        ));
+    }
     let call = &match hooked.arguments {
         Some(arguments) => ToolCall {
             arguments,
@@ -179,7 +194,17 @@ async fn run_call(
             return skip(shared, call, SkipReason::Blocked, None, &text);
         }
         Decision::Ask(reason) => {
-            if let Some(denied) = ask(shared, call, reason, cancel).await {
+            let mut request = ApprovalRequest::new(
+                call.id.clone(),
+                call.name.clone(),
+                class,
+                call.arguments.clone(),
+                reason,
+            );
+            request.title = spec.annotations.title.clone();
+            request.targets = targets;
+            request.warnings = warnings;
+            if let Some(denied) = ask(shared, call, &request, cancel).await {
                 return denied;
             }
         }
@@ -210,10 +235,12 @@ async fn run_call(
             crate::sub_agents::tools::call(manager, shared, call).await
         }
         _ => {
-            shared
+            // The servers it reaches ask this session, and show its progress here.
+            let caller = super::questions::caller(shared, &call.id, cancel);
+            let run = shared
                 .tools
-                .call(&call.name, call.arguments.clone(), cancel.clone())
-                .await
+                .call(&call.name, call.arguments.clone(), cancel.clone());
+            crate::tools::mcp_link::with_caller(caller, run).await
         }
     };
     crate::otel::record_tool_duration(&call.name, started.elapsed(), output.is_error);
@@ -225,6 +252,8 @@ async fn run_call(
     }
     // A tool's own error goes back with its expected arguments.
     crate::tools::teach_runtime_error(spec, &mut output, cancel.is_cancelled());
+    let structured = output.structured.take();
+    let resources = std::mem::take(&mut output.resources);
     let mut parts = output.parts;
     super::hooked::after_call(shared, call, &call.arguments, &mut parts, output.is_error).await;
     let result = ToolResult {
@@ -238,56 +267,46 @@ async fn run_call(
         ok: !result.is_error,
         text: result.text_content(),
         images: ImageDescriptor::of_parts(&result.parts),
+        structured,
+        resources,
     };
     Done { result, event }
 }
 
-/// Ask the person; `None` when the call may run, otherwise its result.
+/// Ask the person (or the session's approver); `None` when the call may
+/// run, otherwise its result.
 async fn ask(
     shared: &Shared,
     call: &ToolCall,
-    reason: ApprovalReason,
+    request: &ApprovalRequest,
     cancel: &CancellationToken,
 ) -> Option<Done> {
-    let (sender, receiver) = oneshot::channel();
-    let offer_always = !matches!(reason, ApprovalReason::Bulk { .. });
-    {
-        // Registered before the question goes out, so an answer sent the
-        // moment it is seen finds it.
-        let mut state = shared.lock();
-        state.approvals.insert(call.id.clone(), sender);
-        shared.publish(Event::ApprovalNeeded {
-            call_id: call.id.clone(),
-            reason,
-            offer_always,
-            sub_agent: None,
-        });
-    }
-    let answer = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => None,
-        answer = receiver => answer.ok(),
+    let answer = match super::approver::wait(shared, request, cancel).await {
+        Waited::Answered(answer) => answer,
+        Waited::Stopped => {
+            return Some(skip(
+                shared,
+                call,
+                SkipReason::Stopped,
+                None,
+                "Not run: the user stopped before deciding whether this call may run.",
+            ));
+        }
+        Waited::TimedOut(after) => {
+            let text = format!(
+                "Not run: nobody answered within {} s whether this call may run, so it was denied. \
+                 Do not repeat it; do the task another way or tell the user.",
+                after.as_secs_f64()
+            );
+            return Some(skip(
+                shared,
+                call,
+                SkipReason::ApprovalTimedOut,
+                None,
+                &text,
+            ));
+        }
     };
-    shared.lock().approvals.remove(&call.id);
-    let Some(answer) = answer else {
-        return Some(skip(
-            shared,
-            call,
-            SkipReason::Stopped,
-            None,
-            "Not run: the user stopped before deciding whether this call may run.",
-        ));
-    };
-    let answer = match answer {
-        Answer::Deny { note } => Answer::Deny {
-            note: note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty()),
-        },
-        other => other,
-    };
-    shared.publish(Event::ApprovalAnswered {
-        call_id: call.id.clone(),
-        answer: answer.clone(),
-    });
     match answer {
         Answer::Once => None,
         Answer::ThisChat => {

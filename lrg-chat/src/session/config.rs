@@ -57,9 +57,21 @@ pub struct SessionConfig {
     /// above 30 tools, or above a tenth of a known window.
     pub tool_search: crate::tools::search::ToolSearch,
     /// How long a call to a client tool ([`crate::tools::client`]) waits
-    /// for the app's answer before it gets an error result. Default
-    /// [`DEFAULT_CLIENT_TOOL_TIMEOUT`] (120 s).
+    /// for the app's answer before it gets an error result. Default 120 s
+    /// (`DEFAULT_CLIENT_TOOL_TIMEOUT`).
     pub client_tool_timeout: std::time::Duration,
+    /// How long an approval question waits for an answer (from the
+    /// session's [`crate::Approver`] or from
+    /// [`super::ChatSession::answer_approval`]); past it the call is denied
+    /// and recorded as such (`tool_skipped` of reason `approval_timed_out`).
+    /// Default `None`: it waits until answered or stopped.
+    pub approval_timeout: Option<std::time::Duration>,
+    /// How long a tool server's question to the person (MCP elicitation)
+    /// stays open; past it the question is cancelled and the waiting tool
+    /// gets that answer. The call's own timeout does not run while a
+    /// question is open. Default [`super::DEFAULT_QUESTION_TIMEOUT`] (10
+    /// minutes).
+    pub question_timeout: std::time::Duration,
 }
 
 /// Default for [`SessionConfig::client_tool_timeout`]: 120 s.
@@ -86,6 +98,8 @@ impl Default for SessionConfig {
             budget: super::budget::CostBudget::default(),
             tool_search: crate::tools::search::ToolSearch::default(),
             client_tool_timeout: DEFAULT_CLIENT_TOOL_TIMEOUT,
+            approval_timeout: None,
+            question_timeout: super::DEFAULT_QUESTION_TIMEOUT,
         }
     }
 }

@@ -22,6 +22,12 @@ pub(crate) fn sub_agent_manager(shared: &Shared) -> Option<&Manager> {
     shared.sub_agents.as_ref()
 }
 
+/// The sub-agent manager of `session`, when sub-agents are on (for the
+/// HTTP routes of a chat's sub-agents).
+pub(crate) fn sub_agents_of(session: &ChatSession) -> Option<&Manager> {
+    session.shared.sub_agents.as_ref()
+}
+
 /// Publish `event` on `shared`'s log.
 pub(crate) fn publish(shared: &Shared, event: Event) -> u64 {
     shared.publish(event)
@@ -53,6 +59,12 @@ pub(crate) fn sub_agent_session(parent: &Shared, id: &str) -> (ChatSession, Opti
         .local_only(parent.local_only.load(std::sync::atomic::Ordering::SeqCst));
     builder.system_prompt = parent.system_prompt.clone();
     builder.hooks = parent.hooks.to_vec();
+    builder.approver = parent.approver.clone().map(|parent| {
+        Arc::new(super::approver::ForSubAgent {
+            parent,
+            id: id.to_string(),
+        }) as Arc<dyn super::Approver>
+    });
     let stored =
         store_of(parent).and_then(|(store, _)| Some((store, id.parse::<SessionId>().ok()?)));
     if let Some((store, sub_id)) = &stored {
@@ -218,6 +230,8 @@ fn enter(state: &mut State, done: Finished) {
             ok: done.ok,
             text: done.text.clone(),
             images: Vec::new(),
+            structured: None,
+            resources: Vec::new(),
         },
     ]));
     state.history.push(Message {

@@ -7,11 +7,11 @@
 use std::future::Future;
 use std::sync::{Arc, Weak};
 
-use tokio::sync::oneshot;
-
+use super::approver::{ApprovalRequest, Waited};
 use super::{ChatSession, Shared};
 use crate::events::Event;
-use crate::permissions::{Answer, ApprovalReason};
+use crate::permissions::{Answer, AnswerKind, ApprovalReason};
+use crate::tools::ToolClass;
 
 /// A handle to a session that does not keep it alive: what a model of the
 /// session holds (the session holds the model).
@@ -72,37 +72,78 @@ impl ChatSession {
     }
 
     /// Ask the person about call `call_id`, made outside the loop (announce
-    /// it with [`ChatSession::publish_external`] first), as an
-    /// `approval_needed` of reason `agent` that
-    /// [`ChatSession::answer_approval`] answers. A denial when no message is
-    /// running, or when it is stopped before the answer.
+    /// it with [`ChatSession::publish_external`] first: the question shows
+    /// that call's tool and arguments), as an `approval_needed` of reason
+    /// `agent` that [`ChatSession::answer_approval`] or the session's
+    /// [`Approver`](super::Approver) answers. A denial when no message is
+    /// running, when it is stopped before the answer, or when nobody
+    /// answers within [`SessionConfig::approval_timeout`](super::SessionConfig::approval_timeout).
     pub async fn ask_approval(&self, call_id: &str, offer_always: bool) -> Answer {
-        let (sender, receiver) = oneshot::channel();
-        let cancel = {
-            let mut state = self.shared.lock();
-            let Some(cancel) = state.running.clone() else {
-                return Answer::deny_with("no message is being worked on");
-            };
-            state.approvals.insert(call_id.to_string(), sender);
-            self.shared.publish(Event::ApprovalNeeded {
-                call_id: call_id.to_string(),
-                reason: ApprovalReason::Agent,
-                offer_always,
-                sub_agent: None,
-            });
-            cancel
+        let Some(cancel) = self.shared.lock().running.clone() else {
+            return Answer::deny_with("no message is being worked on");
         };
-        let answer = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => None,
-            answer = receiver => answer.ok(),
+        let mut request = announced(&self.shared, call_id);
+        if !offer_always {
+            request.answers.retain(|kind| *kind != AnswerKind::Always);
+        }
+        let denied = match super::approver::wait(&self.shared, &request, &cancel).await {
+            Waited::Answered(answer) => return answer,
+            Waited::Stopped => Answer::deny_with("stopped before an answer"),
+            Waited::TimedOut(after) => {
+                Answer::deny_with(format!("nobody answered within {} s", after.as_secs_f64()))
+            }
         };
-        self.shared.lock().approvals.remove(call_id);
-        let answer = answer.unwrap_or_else(|| Answer::deny_with("stopped before an answer"));
         self.shared.publish(Event::ApprovalAnswered {
             call_id: call_id.to_string(),
-            answer: answer.clone(),
+            answer: denied.clone(),
         });
-        answer
+        denied
+    }
+}
+
+/// The question about external call `call_id`, from the `tool_call` that
+/// announced it (the newest kept one of that id; without one, a question
+/// about an unknown tool, destructive as anything unknown is).
+fn announced(shared: &Shared, call_id: &str) -> ApprovalRequest {
+    let entries = shared.events.entries();
+    let call = entries.iter().rev().find_map(|entry| match &entry.event {
+        Event::ToolCall {
+            call_id: id,
+            tool,
+            title,
+            class,
+            arguments,
+            targets,
+            ..
+        } if id == call_id => Some((tool, title, *class, arguments, *targets)),
+        _ => None,
+    });
+    match call {
+        Some((tool, title, class, arguments, targets)) => {
+            let mut request = ApprovalRequest::new(
+                call_id,
+                tool.clone(),
+                class,
+                arguments.clone(),
+                ApprovalReason::Agent,
+            );
+            request.title = title.clone();
+            request.targets = targets;
+            request
+        }
+        None => {
+            let mut request = ApprovalRequest::new(
+                call_id,
+                "",
+                ToolClass::Destructive,
+                serde_json::Value::Null,
+                ApprovalReason::Agent,
+            );
+            request.warnings.push(
+                "the agent did not say which tool this call is to, so it counts as destructive"
+                    .to_string(),
+            );
+            request
+        }
     }
 }

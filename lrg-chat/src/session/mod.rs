@@ -16,6 +16,7 @@
 //! `tool_done`. Every call gets a result, even one that never ran, because no
 //! model API accepts a history with an unanswered call.
 
+mod approver;
 mod budget;
 mod builder;
 mod calls;
@@ -30,6 +31,8 @@ mod locality;
 mod offer;
 mod persist;
 mod preview;
+mod questions;
+mod resource_updates;
 mod rewind;
 mod run;
 mod switch;
@@ -52,6 +55,7 @@ use crate::permissions::{Answer, PermissionSettings, Permissions, SaveStatus, Ta
 use crate::store::SessionId;
 use crate::tools::{ToolOutput, Tools, ToolsError};
 
+pub use approver::{ApprovalRequest, Approver, approver_fn};
 pub(crate) use budget::absorb_sub_agent;
 pub use budget::{CostBudget, SpendLimit};
 pub use builder::ChatSessionBuilder;
@@ -59,12 +63,15 @@ pub use config::{
     DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TYPED_REPAIRS, MAX_STEPS, SessionConfig, SystemPromptFn,
 };
 pub(crate) use delegate::{
-    Kept, deliver, publish, store_of, sub_agent_manager, sub_agent_session, user_message_count,
+    Kept, deliver, publish, store_of, sub_agent_manager, sub_agent_session, sub_agents_of,
+    user_message_count,
 };
 pub use external::WeakChatSession;
 pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
-#[cfg(feature = "acp")]
 pub(crate) use persist::history_events;
+pub use questions::{
+    DEFAULT_QUESTION_TIMEOUT, QuestionAction, QuestionAnswer, QuestionError, QuestionMode,
+};
 pub use switch::{SwitchCheck, SwitchableModel};
 pub use turn::{SessionError, TurnHandle, TurnOutcome, UserInput};
 pub use typed::TypedError;
@@ -104,6 +111,10 @@ pub(crate) struct Shared {
     sub_agents: Option<crate::sub_agents::Manager>,
     /// The operator's hooks (see [`crate::hooks`]).
     hooks: crate::hooks::Hooks,
+    /// Who answers approval questions besides the front ends.
+    approver: Option<Arc<dyn Approver>>,
+    /// Tool servers' questions to the person (see [`questions`]).
+    questions: questions::Desk,
 }
 
 #[derive(Default)]
@@ -349,8 +360,10 @@ impl ChatSession {
     }
 
     /// Stop the running message: the model turn is cancelled at once, waiting
-    /// approvals are denied, nothing new starts, and a tool already running
-    /// finishes and has its result recorded. Returns whether anything was
+    /// approvals are denied, open questions of tool servers are cancelled,
+    /// nothing new starts, and a tool already running finishes and has its
+    /// result recorded (an MCP call still running 2 s later is cancelled on
+    /// its server, and its result says so). Returns whether anything was
     /// running.
     ///
     /// Queued sub-agents are stopped too (they never start); running ones

@@ -12,6 +12,10 @@
 //! the call ends ([`save_result`]), ahead of the step's one results
 //! message, which then writes only what was not kept yet.
 //!
+//! The chat's setup for its first message ([`ChatSession::keep_setup`]:
+//! the model, system prompt, settings and tools, for `lrg sessions export
+//! --test`) is written with every state; a resume keeps the stored one.
+//!
 //! A write that fails is said once (a `warning` event, published *before*
 //! the event whose change it failed to keep, so nothing is shown as kept
 //! that is not) and the chat goes on in memory, unsaved: a full disk should
@@ -19,11 +23,14 @@
 
 use std::sync::Arc;
 
-use lrg_providers::{Message, Part, Role, ToolResult};
+use lrg_providers::{Message, Part, ProviderError, Role, ToolResult};
 
-use super::{Shared, State};
+use super::{ChatSession, Shared, State};
 use crate::events::{Event, ImageDescriptor, SkipReason};
-use crate::store::{SessionId, SessionState, SessionStore, StoredSession, now_ms};
+use crate::permissions::is_offered;
+use crate::store::{
+    ChatSetup, SessionId, SessionState, SessionStore, SetupOrigin, StoredSession, now_ms,
+};
 use crate::tools::ToolClass;
 use crate::transcript::{ToolOutcome, outcome_of};
 
@@ -31,6 +38,9 @@ pub(crate) struct Persister {
     store: Arc<dyn SessionStore>,
     id: SessionId,
     progress: tokio::sync::Mutex<Progress>,
+    /// How the chat was set up for its first message ([`ChatSession::keep_setup`],
+    /// or the stored one on resume): written with every state.
+    setup: std::sync::Mutex<Option<Arc<ChatSetup>>>,
 }
 
 struct Progress {
@@ -60,7 +70,16 @@ impl Persister {
                 ahead: Vec::new(),
                 choices: None,
             }),
+            setup: std::sync::Mutex::new(None),
         }
+    }
+
+    fn setup(&self) -> Option<Arc<ChatSetup>> {
+        crate::store::relock(&self.setup).clone()
+    }
+
+    fn set_setup(&self, setup: Option<Arc<ChatSetup>>) {
+        *crate::store::relock(&self.setup) = setup;
     }
 
     pub(crate) fn id(&self) -> &SessionId {
@@ -73,6 +92,60 @@ impl Persister {
 
     pub(crate) async fn is_saving(&self) -> bool {
         !self.progress.lock().await.failed
+    }
+}
+
+impl ChatSession {
+    /// Keep, with this chat, how it is set up for its first message: the
+    /// model as it describes itself, the system prompt, the generation
+    /// settings and step limit, every tool listed (and which the
+    /// permissions block), and what `origin` tells of where the tools came
+    /// from. That is what turns a kept chat into a test later (`lrg
+    /// sessions export --test`). Call it before the first message; it is
+    /// written with the next save.
+    ///
+    /// Returns whether it was kept: not for a chat without a store, nor for
+    /// one that has a history already (a resumed chat keeps the setup its
+    /// first message had). Fails when the model cannot be resolved.
+    pub async fn keep_setup(&self, origin: SetupOrigin) -> Result<bool, ProviderError> {
+        let shared = &self.shared;
+        let Some(persister) = &shared.persister else {
+            return Ok(false);
+        };
+        if !shared.lock().history.is_empty() {
+            return Ok(false);
+        }
+        let model = shared.models.resolve().await?;
+        let info = model.info();
+        drop(model);
+        let tools = match shared.tools.list_shared().await {
+            Ok(specs) => specs.to_vec(),
+            // What the first turn will warn about, too: no tools to keep.
+            Err(_) => Vec::new(),
+        };
+        let mut offered = tools.clone();
+        if shared.sub_agents.is_some() {
+            offered = crate::sub_agents::tools::with_own(offered);
+        }
+        let settings = shared.permissions.settings();
+        let blocked = offered
+            .iter()
+            .filter(|s| !is_offered(&settings, &s.name))
+            .map(|s| s.name.clone())
+            .collect();
+        offered.retain(|s| is_offered(&settings, &s.name));
+        let setup = ChatSetup {
+            system: (shared.system_prompt)(&info, &offered),
+            model: Some(info),
+            generation: shared.lock().generation_settings.clone(),
+            max_steps: Some(shared.config.max_steps),
+            tools,
+            blocked,
+            sub_agents: shared.sub_agents.is_some(),
+            origin,
+        };
+        persister.set_setup(Some(Arc::new(setup)));
+        Ok(true)
     }
 }
 
@@ -92,6 +165,10 @@ fn state_of(shared: &Shared, state: &State) -> SessionState {
         local_only: shared.local_only.load(std::sync::atomic::Ordering::SeqCst),
         cloud_consent: state.cloud_consent.iter().cloned().collect(),
         cost: Some(super::budget::chat_total(state).cost),
+        // A sub-agent's end is written once, by its runner, after its last
+        // save.
+        sub_agent_end: None,
+        setup: shared.persister.as_ref().and_then(Persister::setup),
     }
 }
 
@@ -329,6 +406,10 @@ pub(super) async fn save_and_announce(shared: &Shared) -> bool {
 /// rebuilds the conversation. Tool classes are not stored; replayed calls
 /// show as destructive, the class of a tool nothing is known about.
 pub(super) fn replay(shared: &Shared, stored: StoredSession) {
+    if let Some(persister) = &shared.persister {
+        // The first message's setup stays the chat's.
+        persister.set_setup(stored.state.setup.clone());
+    }
     let mut state = shared.lock();
     state.chat_allowed = stored.state.granted.into_iter().collect();
     state.usage = stored.state.usage;
@@ -366,7 +447,6 @@ pub(super) fn replay(shared: &Shared, stored: StoredSession) {
 /// A typed answer's `json` is not stored in the history (the row keeps the
 /// text the model wrote, as a provider sees it again), so its rebuilt
 /// `assistant_turn` has none: the text still holds the JSON.
-#[cfg(feature = "acp")]
 pub(crate) fn history_events(rows: &[Message]) -> Vec<Event> {
     rows.iter().flat_map(row_events).collect()
 }
@@ -448,6 +528,8 @@ fn result_event(result: &lrg_providers::ToolResult) -> Event {
             ok: !result.is_error,
             text,
             images,
+            structured: None,
+            resources: Vec::new(),
         },
     }
 }

@@ -606,6 +606,7 @@ mod tests {
             description: "Looks.".into(),
             input_schema: json!({"type": "object", "properties": {"at": {"type": "string"}}}),
             annotations: Default::default(),
+            output_schema: None,
         }]);
         let answers = ScriptedModel::new(
             (0..3)

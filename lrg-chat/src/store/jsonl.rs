@@ -72,6 +72,9 @@ struct Writer {
     /// Holds the advisory lock while open.
     lock: File,
     lock_path: PathBuf,
+    /// The setup the file holds (in an earlier state line): a state with
+    /// the same one leaves it out (see [`super::ChatSetup`]).
+    setup: Option<Arc<super::ChatSetup>>,
 }
 
 impl JsonlStore {
@@ -253,6 +256,7 @@ impl SessionStore for JsonlStore {
                     file: Some(file),
                     lock,
                     lock_path,
+                    setup: None,
                 })
             })
             .await?;
@@ -301,6 +305,7 @@ impl SessionStore for JsonlStore {
                     file: Some(file),
                     lock,
                     lock_path,
+                    setup: stored.state.setup.clone(),
                 };
                 Ok((writer, stored))
             })
@@ -318,14 +323,23 @@ impl SessionStore for JsonlStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let writer = self.writer(id)?.lock_owned().await;
-            let bytes = step_lines(rows, state)?;
+            let on_file = match (&state.setup, &writer.setup) {
+                (Some(now), Some(kept)) => Arc::ptr_eq(now, kept) || now == kept,
+                _ => false,
+            };
+            let bytes = step_lines(rows, state, on_file)?;
+            let written = state.setup.clone().filter(|_| !on_file);
             blocking(move || {
-                let writer = writer;
+                let mut writer = writer;
                 let Some(mut file) = writer.file.as_ref() else {
                     return Err(StoreError::NotOpen(writer.id.clone()));
                 };
                 file.write_all(&bytes).map_err(io(&writer.path))?;
-                file.sync_data().map_err(io(&writer.path))
+                file.sync_data().map_err(io(&writer.path))?;
+                if written.is_some() {
+                    writer.setup = written;
+                }
+                Ok(())
             })
             .await
         })
@@ -354,6 +368,8 @@ impl SessionStore for JsonlStore {
                 let meta = parse_header(&writer.path, &bytes[..end])?;
                 let file = write_whole(&writer.path, &meta, &rows, &state)?;
                 writer.file = Some(file);
+                // Written whole: the file holds the state's setup, if any.
+                writer.setup = state.setup.clone();
                 Ok(())
             })
             .await

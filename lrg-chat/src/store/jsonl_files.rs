@@ -134,7 +134,7 @@ pub(super) fn write_whole(
     state: &SessionState,
 ) -> Result<File, StoreError> {
     let mut bytes = header_line(meta);
-    bytes.extend(step_lines(rows, state)?);
+    bytes.extend(step_lines(rows, state, false)?);
     let tmp = path.with_extension("jsonl.tmp");
     let mut file = File::create(&tmp).map_err(io(&tmp))?;
     file.write_all(&bytes).map_err(io(&tmp))?;

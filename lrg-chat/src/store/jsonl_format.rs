@@ -86,8 +86,24 @@ pub(super) fn header_line(meta: &SessionMeta) -> Vec<u8> {
     out
 }
 
-/// The lines for `rows` then `state`, ready for one `write_all`.
-pub(super) fn step_lines(rows: &[Message], state: &SessionState) -> Result<Vec<u8>, StoreError> {
+/// The lines for `rows` then `state`, ready for one `write_all`. With
+/// `setup_on_file`, the file holds the state's setup already: the state
+/// line leaves it out, and a load keeps the one before (see [`parse`]).
+pub(super) fn step_lines(
+    rows: &[Message],
+    state: &SessionState,
+    setup_on_file: bool,
+) -> Result<Vec<u8>, StoreError> {
+    let without_setup;
+    let state = if setup_on_file && state.setup.is_some() {
+        without_setup = SessionState {
+            setup: None,
+            ..state.clone()
+        };
+        &without_setup
+    } else {
+        state
+    };
     let mut out = Vec::new();
     let mut line = |l: LineOut<'_>| -> Result<(), StoreError> {
         serde_json::to_writer(&mut out, &l)
@@ -227,7 +243,13 @@ pub(super) fn parse(
         }
         match serde_json::from_slice::<LineIn>(line) {
             Ok(LineIn::Row(row)) => rows.push(row),
-            Ok(LineIn::State(s)) => state = s,
+            Ok(LineIn::State(mut s)) => {
+                // A setup is written once; the states after it leave it out.
+                if s.setup.is_none() {
+                    s.setup = state.setup.take();
+                }
+                state = s;
+            }
             Err(e) => return Err(corrupt(path, number, format!("unreadable line ({e})"))),
         }
     }
@@ -332,7 +354,7 @@ mod tests {
     fn good() -> (SessionMeta, Vec<u8>) {
         let meta = SessionMeta::new(super::super::ModelBinding::new("p:m"));
         let mut bytes = header_line(&meta);
-        bytes.extend(step_lines(&[Message::user("hi")], &SessionState::default()).unwrap());
+        bytes.extend(step_lines(&[Message::user("hi")], &SessionState::default(), false).unwrap());
         (meta, bytes)
     }
 

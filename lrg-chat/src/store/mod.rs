@@ -33,6 +33,7 @@ mod keys;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod repair;
+mod setup;
 mod trim;
 
 use std::path::PathBuf;
@@ -48,6 +49,7 @@ pub use keys::{KEY_RULE, KeyError, SessionKey, SessionKeys};
 pub use postgres::PgStore;
 pub use repair::INTERRUPTED_NOTE;
 pub(crate) use repair::{loaded, open_call_results};
+pub use setup::{ChatSetup, SetupOrigin};
 pub use trim::trim_start;
 pub(crate) use trim::without_native;
 
@@ -99,6 +101,13 @@ impl SessionId {
     pub fn parent(&self) -> Option<SessionId> {
         let (parent, _) = self.0.split_once(SUB_MARK)?;
         Some(Self(parent.to_string()))
+    }
+
+    /// Its number among its parent's sub-agents (the `n` of
+    /// [`SessionId::sub_agent`]), when it is a sub-agent.
+    pub fn sub_agent_number(&self) -> Option<u64> {
+        let (_, n) = self.0.split_once(SUB_MARK)?;
+        n.parse().ok()
     }
 
     /// The id as part of a file name: the `::` of a sub-agent's id, which
@@ -213,6 +222,17 @@ pub struct SessionMeta {
     /// as its title in a chat list. Absent in files from before names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The task of a sub-agent ([`SessionId::sub_agent`]): what it was
+    /// spawned to do, so a listing after a restart can tell
+    /// ([`crate::sub_agents::stored`]). Absent in every other session, and
+    /// in sub-agents kept before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_agent: Option<crate::sub_agents::SubAgentTask>,
+    /// The folder the chat was made for, when a front end says (an ACP
+    /// editor's session folder), so `session/list` can offer it there again.
+    /// Absent in chats made elsewhere, and in those kept before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -230,6 +250,8 @@ impl SessionMeta {
             created_ms: now_ms(),
             archived: false,
             name: None,
+            sub_agent: None,
+            cwd: None,
         }
     }
 
@@ -294,6 +316,22 @@ pub struct SessionState {
     /// kept, whose cost is then unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<lrg_providers::pricing::Cost>,
+    /// How a sub-agent ended, and when: written once, as its last state,
+    /// when it ends. Absent while it works (so one that is absent in a
+    /// sub-agent that is not running was cut off), in every other session,
+    /// and in sub-agents kept before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_agent_end: Option<crate::sub_agents::SubAgentEnd>,
+    /// How the chat was set up for its first message
+    /// ([`crate::ChatSession::keep_setup`]), for turning it into a test;
+    /// absent in chats kept before setups were, or by an app that keeps
+    /// none. Shared, not copied, by the state written after every step.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "setup::shared"
+    )]
+    pub setup: Option<std::sync::Arc<ChatSetup>>,
 }
 
 /// A session as read back from a store.

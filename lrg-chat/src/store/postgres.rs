@@ -69,7 +69,11 @@ CREATE TABLE IF NOT EXISTS lrg_session_archive (
 COMMIT;
 ";
 
-/// Sessions in PostgreSQL. See the [module docs](self).
+/// Sessions in PostgreSQL, for sessions that move between nodes behind a load
+/// balancer: a history row per table row, one transaction per append, and a
+/// session-level advisory lock so one node at a time writes a session (freed
+/// by the server when a crashed node's connection ends). Older rows cut off
+/// by a bounded resume are archived, never deleted.
 pub struct PgStore {
     config: tokio_postgres::Config,
     client: OnceCell<Arc<AsyncMutex<Client>>>,

@@ -32,19 +32,36 @@
 //! in `list_sub_agents`). Clearing the parent stops them all and forgets
 //! them. With a store, each sub-agent's transcript is kept under its own id
 //! and deleted with its parent ([`crate::store::delete_sub_agents`]).
+//!
+//! The parent's stream says where each one is with `subtask_status`
+//! (`running` as it starts; `done`, `failed` or `stopped` once its end is
+//! kept). With a store, its task goes in its meta when it starts and its
+//! end (status and time) in its last state, so [`stored`] lists a chat's
+//! sub-agents after a restart ([`SubAgentInfo`] has their times).
+//!
+//! A finished sub-agent's session (its event log, its state) is released
+//! once its result is in the parent's history (at once for a stopped one,
+//! whose result never goes there): its transcript stays in the store.
+//! Without a store only its history stays, in memory, for
+//! `read_sub_agent`.
 
 mod runner;
+mod stored;
 pub(crate) mod tools;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use lrg_providers::Message;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
+use crate::events::Event;
 use crate::session::{ChatSession, Shared};
 use crate::store::SessionId;
 
+pub use stored::{SubAgentEnd, SubAgentTask, stored};
 pub use tools::{LIST_SUB_AGENTS, READ_SUB_AGENT, SPAWN_SUB_AGENT, SUB_AGENT_RESULT};
 
 /// Limits of the sub-agents of one session. See the [module docs](self).
@@ -105,35 +122,98 @@ pub enum SubAgentStatus {
     Failed,
     /// Stopped by the person.
     Stopped,
+    /// Cut off: no end was kept, so the process that ran it ended while it
+    /// worked (what [`stored`] says of it; a sub-agent a process runs now
+    /// is `running` in its parent's [`ChatSession::sub_agents`]).
+    Interrupted,
 }
 
 impl SubAgentStatus {
     /// Whether it has ended.
     pub fn is_finished(self) -> bool {
-        matches!(self, Self::Done | Self::Failed | Self::Stopped)
+        !matches!(self, Self::Queued | Self::Running)
+    }
+
+    /// Its wire name (`queued`, `running`, `done`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Done => "done",
+            Self::Failed => "failed",
+            Self::Stopped => "stopped",
+            Self::Interrupted => "interrupted",
+        }
     }
 }
 
-/// One sub-agent, as [`ChatSession::sub_agents`] lists it.
+/// One sub-agent, as [`ChatSession::sub_agents`] (and [`stored`]) list it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SubAgentInfo {
     /// Its session id, `{parent}::sub::{n}`.
     pub id: String,
+    /// Its number among its parent's sub-agents (the `n` of its id), from 1.
+    #[serde(default)]
+    pub n: u64,
     /// The task's short description.
     pub description: String,
     /// Where it is.
     pub status: SubAgentStatus,
-    /// The parent's `spawn_sub_agent` call that made it.
+    /// The parent's `spawn_sub_agent` call that made it (empty for one
+    /// kept before the call was).
     pub call_id: String,
+    /// When it started, in milliseconds since the Unix epoch (`None` while
+    /// it is queued).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
+    /// When it ended, in milliseconds since the Unix epoch (`None` until it
+    /// has, and for one cut off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<u64>,
 }
 
 struct Agent {
     n: u64,
     info: SubAgentInfo,
     prompt: String,
-    /// Set when it starts.
+    /// Set when it starts; taken when it is released (see the module docs).
     session: Option<ChatSession>,
+    /// Cancelled when it ends (or is stopped before it starts): its event
+    /// streams end.
+    ended: CancellationToken,
+    /// Whether the store keeps its transcript (else its history stays here
+    /// when it is released).
+    stored: bool,
+    /// Its history after its release, when no store keeps it.
+    history: Option<Vec<Message>>,
+}
+
+impl Agent {
+    /// Drop its session: what it did is in the store, or in `history`.
+    fn release(&mut self) {
+        if let Some(session) = self.session.take()
+            && !self.stored
+        {
+            self.history = Some(session.history());
+        }
+    }
+}
+
+/// Where one sub-agent's events come from ([`Manager::view`]).
+pub(crate) enum View {
+    /// Not started yet.
+    Queued,
+    /// Its session: working, or ended and not yet released. `ended` is
+    /// cancelled when it ends.
+    Live {
+        session: ChatSession,
+        ended: CancellationToken,
+    },
+    /// Released, its history kept here (there is no store).
+    Kept(Vec<Message>),
+    /// Released, or of an earlier run of the chat: in the store, if anywhere.
+    Stored(SessionId),
 }
 
 /// A sub-agent's final word, waiting to enter the parent's history.
@@ -194,13 +274,54 @@ impl Manager {
         self.lock().list.iter().map(|a| a.info.clone()).collect()
     }
 
-    /// Sub-agent `id`'s session, once it has started.
+    /// Sub-agent `id`'s session, once it has started and until it is
+    /// released.
     pub(crate) fn session(&self, id: &str) -> Option<ChatSession> {
         self.lock()
             .list
             .iter()
             .find(|a| a.info.id == id)
             .and_then(|a| a.session.clone())
+    }
+
+    /// Where sub-agent number `n`'s events come from; `None` when this run
+    /// of the chat has none of that number (one of an earlier run may be
+    /// in the store, under [`SessionId::sub_agent`] of the parent).
+    pub(crate) fn view(&self, n: u64) -> Option<View> {
+        let agents = self.lock();
+        let agent = agents.list.iter().find(|a| a.n == n)?;
+        Some(match (&agent.session, &agent.history) {
+            (Some(session), _) => View::Live {
+                session: session.clone(),
+                ended: agent.ended.clone(),
+            },
+            (None, Some(history)) => View::Kept(history.clone()),
+            (None, None) if agent.info.status == SubAgentStatus::Queued => View::Queued,
+            // Stopped before it started: it did nothing.
+            (None, None) if agent.info.started_ms.is_none() => View::Kept(Vec::new()),
+            (None, None) => View::Stored(self.parent_id.sub_agent(n)),
+        })
+    }
+
+    /// Sub-agent `id`'s history as this process holds it: its session's,
+    /// the one kept after its release, or none (it never started); `None`
+    /// when the store is where to look (released, or unknown here).
+    pub(crate) fn history(&self, id: &str) -> Option<Vec<Message>> {
+        let agents = self.lock();
+        let agent = agents.list.iter().find(|a| a.info.id == id)?;
+        match (&agent.session, &agent.history) {
+            (Some(session), _) => Some(session.history()),
+            (None, Some(history)) => Some(history.clone()),
+            (None, None) if agent.info.started_ms.is_none() => Some(Vec::new()),
+            (None, None) => None,
+        }
+    }
+
+    /// Publish `event` on the parent's stream, if it is still there.
+    fn publish(&self, event: Event) {
+        if let Some(parent) = self.parent.upgrade() {
+            crate::session::publish(&parent, event);
+        }
     }
 
     /// Whether nothing is queued, running or waiting to be delivered.
@@ -244,9 +365,17 @@ impl Manager {
             .collect()
     }
 
-    /// The next finished result to enter the parent's history.
+    /// The next finished result to enter the parent's history; its
+    /// sub-agent is released (its result is all the parent gets of it).
     pub(crate) fn next_pending(&self) -> Option<Finished> {
-        let next = self.lock().pending.pop_front();
+        let mut agents = self.lock();
+        let next = agents.pending.pop_front();
+        if let Some(done) = &next
+            && let Some(agent) = agents.list.iter_mut().find(|a| a.n == done.n)
+        {
+            agent.release();
+        }
+        drop(agents);
         if next.is_some() {
             self.bump();
         }
@@ -255,16 +384,31 @@ impl Manager {
 
     /// Stop the queued sub-agents (they never start); returns how many.
     pub(crate) fn stop_queued(&self) -> usize {
+        let stopped = self.take_queued();
+        for id in &stopped {
+            self.publish(Event::SubtaskStatus {
+                sub_session_id: id.clone(),
+                status: SubAgentStatus::Stopped,
+            });
+        }
+        stopped.len()
+    }
+
+    /// Mark the queued sub-agents stopped (they never start); their ids.
+    fn take_queued(&self) -> Vec<String> {
         let mut agents = self.lock();
         let queued: Vec<String> = agents.queue.drain(..).collect();
+        let now = crate::store::now_ms();
         for agent in agents.list.iter_mut() {
             if queued.contains(&agent.info.id) {
                 agent.info.status = SubAgentStatus::Stopped;
+                agent.info.ended_ms = Some(now);
+                agent.ended.cancel();
             }
         }
         drop(agents);
         self.bump();
-        queued.len()
+        queued
     }
 
     /// Stop the running sub-agents; returns how many were told.
@@ -282,11 +426,15 @@ impl Manager {
         running.len()
     }
 
-    /// Stop and forget every sub-agent (the parent was cleared).
+    /// Stop and forget every sub-agent (the parent was cleared: its
+    /// `cleared` says enough, so no `subtask_status` is published).
     pub(crate) fn clear(&self) {
-        self.stop_queued();
+        self.take_queued();
         self.stop_running();
         let mut agents = self.lock();
+        for agent in &agents.list {
+            agent.ended.cancel();
+        }
         agents.list.clear();
         agents.pending.clear();
         agents.running = 0;
@@ -317,22 +465,53 @@ impl Manager {
             let (session, stored) = crate::session::sub_agent_session(&parent, &id);
             agent.session = Some(session.clone());
             agent.info.status = SubAgentStatus::Running;
-            let prompt = agent.prompt.clone();
+            let started_ms = crate::store::now_ms();
+            agent.info.started_ms = Some(started_ms);
+            let task = runner::Task {
+                prompt: agent.prompt.clone(),
+                kept: SubAgentTask::new(agent.info.description.clone(), agent.info.call_id.clone()),
+                started_ms,
+            };
             agents.running += 1;
             drop(agents);
             self.bump();
-            runtime.spawn(runner::run(parent.clone(), id, session, stored, prompt));
+            // Said here, not by its task: the parent's stream tells it in the
+            // order it happened (after its `subtask_start`).
+            crate::session::publish(
+                &parent,
+                Event::SubtaskStatus {
+                    sub_session_id: id.clone(),
+                    status: SubAgentStatus::Running,
+                },
+            );
+            runtime.spawn(runner::run(parent.clone(), id, session, stored, task));
         }
     }
 
-    /// Record how sub-agent `id` ended; returns false when it was forgotten
-    /// meanwhile (the parent was cleared).
-    fn finished(&self, id: &str, status: SubAgentStatus, text: String) -> bool {
+    /// Record how sub-agent `id` ended (at `ended_ms`; its transcript is
+    /// in the store when `stored`) and say so on the parent's stream;
+    /// returns false when it was forgotten meanwhile (the parent was
+    /// cleared).
+    fn finished(
+        &self,
+        id: &str,
+        status: SubAgentStatus,
+        text: String,
+        ended_ms: u64,
+        stored: bool,
+    ) -> bool {
         let mut agents = self.lock();
         let Some(agent) = agents.list.iter_mut().find(|a| a.info.id == id) else {
             return false;
         };
         agent.info.status = status;
+        agent.info.ended_ms = Some(ended_ms);
+        agent.stored = stored;
+        agent.ended.cancel();
+        // A stopped one's result never goes to the parent: nothing to wait for.
+        if status == SubAgentStatus::Stopped {
+            agent.release();
+        }
         let done = Finished {
             n: agent.n,
             id: id.to_string(),
@@ -347,6 +526,10 @@ impl Manager {
         }
         drop(agents);
         self.bump();
+        self.publish(Event::SubtaskStatus {
+            sub_session_id: id.to_string(),
+            status,
+        });
         true
     }
 }

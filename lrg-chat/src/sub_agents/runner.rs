@@ -1,28 +1,40 @@
 //! One sub-agent's run: its message, its approval questions passed up to
 //! the parent, and its final word handed back.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{SubAgentStatus, manager_of};
-use crate::events::{Event, SubAgentAsk};
-use crate::session::{ChatSession, Shared};
+use super::{SubAgentStatus, SubAgentTask, manager_of};
+use crate::events::Event;
+use crate::session::{ApprovalRequest, ChatSession, Shared};
 use crate::store::{SessionId, SessionMeta, SessionStore};
 use crate::{TurnOutcome, session};
 
+/// What a sub-agent is started on.
+pub(super) struct Task {
+    /// Its prompt, its first message.
+    pub(super) prompt: String,
+    /// What its meta keeps of the task.
+    pub(super) kept: SubAgentTask,
+    /// When it started, in milliseconds since the Unix epoch.
+    pub(super) started_ms: u64,
+}
+
 /// Run sub-agent `id` (its `session`, kept in `stored` when the parent is) on
-/// `prompt`, then record its end on the parent and let the parent react.
+/// its task, then record its end (in the store first) on the parent and
+/// let the parent react.
 pub(super) async fn run(
     parent: Arc<Shared>,
     id: String,
     sub: ChatSession,
     stored: Option<session::Kept>,
-    prompt: String,
+    task: Task,
 ) {
+    let mut created = false;
     if let Some((store, sub_id)) = &stored {
-        create(&parent, store.as_ref(), sub_id).await;
+        created = create(&parent, store.as_ref(), sub_id, &task).await;
     }
-    let outcome = work(&parent, &id, &sub, prompt).await;
+    let outcome = work(&parent, &id, &sub, task.prompt).await;
     let (status, text) = match outcome {
         TurnOutcome::Completed { text, .. } if text.trim().is_empty() => (
             SubAgentStatus::Done,
@@ -49,33 +61,57 @@ pub(super) async fn run(
             format!("The sub-agent ran out of budget: {reason}"),
         ),
     };
+    let mut ended_ms = crate::store::now_ms();
+    // Whether the store has all of it: a write that failed midway left it
+    // short, and its history then stays in memory when it is released.
+    let mut saved = created && sub.is_saving().await;
     if let Some((store, sub_id)) = &stored {
+        if created {
+            // Kept before it is said: a `subtask_status` a viewer saw is
+            // what a listing after a crash says.
+            match super::stored::keep_end(store.as_ref(), sub_id, status).await {
+                Ok(at) => ended_ms = at,
+                Err(e) => {
+                    tracing::warn!("sub-agent {sub_id}: how it ended is not kept: {e}");
+                    saved = false;
+                }
+            }
+        }
         store.release(sub_id).await;
     }
     if let Some(manager) = manager_of(&parent)
-        && manager.finished(&id, status, text)
+        && manager.finished(&id, status, text, ended_ms, saved)
     {
         manager.start_queued();
         session::deliver(&parent);
     }
 }
 
-/// Make the sub-agent's place in the store, bound to the parent's model.
-async fn create(parent: &Shared, store: &dyn SessionStore, sub_id: &SessionId) {
+/// Make the sub-agent's place in the store, bound to the parent's model,
+/// with its task; returns whether it was made.
+async fn create(
+    parent: &Shared,
+    store: &dyn SessionStore,
+    sub_id: &SessionId,
+    task: &Task,
+) -> bool {
     let Some(parent_id) = sub_id.parent() else {
-        return;
+        return false;
     };
     let parent_meta = match store.load(&parent_id).await {
         Ok(stored) => stored.meta,
         Err(e) => {
             tracing::warn!("sub-agent {sub_id}: cannot read its parent's record: {e}");
-            return;
+            return false;
         }
     };
     let mut meta = SessionMeta::new(parent_meta.model);
     meta.id = sub_id.clone();
     meta.owner = parent_meta.owner;
-    if let Err(e) = store.create(&meta).await {
+    meta.created_ms = task.started_ms;
+    meta.sub_agent = Some(task.kept.clone());
+    let created = store.create(&meta).await;
+    if let Err(e) = &created {
         // The sub-agent works on; its own `warning` says it is not saved.
         tracing::warn!("sub-agent {sub_id} is not saved: {e}");
         session::publish(
@@ -86,6 +122,7 @@ async fn create(parent: &Shared, store: &dyn SessionStore, sub_id: &SessionId) {
             },
         );
     }
+    created.is_ok()
 }
 
 /// Send the prompt and pass approval questions up until the message ends.
@@ -130,11 +167,10 @@ async fn work(parent: &Shared, id: &str, sub: &ChatSession, prompt: String) -> T
 }
 
 /// Passes a sub-agent's approval questions (and their ends) to the parent's
-/// stream, under call ids prefixed with the sub-agent's id.
+/// stream, under call ids prefixed with the sub-agent's id (as
+/// `session::approver::ForSubAgent` puts them to the parent's approver).
 struct Relay<'a> {
     id: &'a str,
-    /// The sub-agent's calls so far, to say what an approval is about.
-    calls: HashMap<String, SubAgentAsk>,
     /// Questions passed up and not yet answered.
     asked: HashSet<String>,
 }
@@ -143,7 +179,6 @@ impl<'a> Relay<'a> {
     fn new(id: &'a str) -> Self {
         Self {
             id,
-            calls: HashMap::new(),
             asked: HashSet::new(),
         }
     }
@@ -154,38 +189,10 @@ impl<'a> Relay<'a> {
 
     fn pass(&mut self, parent: &Shared, event: &Event) {
         let up = match event {
-            Event::ToolCall {
-                call_id,
-                tool,
-                class,
-                arguments,
-                ..
-            } => {
-                let ask = SubAgentAsk::new(self.id, tool.clone(), *class, arguments.clone());
-                self.calls.insert(call_id.clone(), ask);
-                None
-            }
-            Event::ApprovalNeeded {
-                call_id,
-                reason,
-                offer_always,
-                ..
-            } => {
+            // The question carries its call: passed up as it is, labelled.
+            Event::ApprovalNeeded { call_id, .. } => {
                 self.asked.insert(call_id.clone());
-                let ask = self.calls.get(call_id).cloned().unwrap_or_else(|| {
-                    SubAgentAsk::new(
-                        self.id,
-                        "?",
-                        crate::tools::ToolClass::Destructive,
-                        serde_json::Value::Null,
-                    )
-                });
-                Some(Event::ApprovalNeeded {
-                    call_id: self.prefixed(call_id),
-                    reason: reason.clone(),
-                    offer_always: *offer_always,
-                    sub_agent: Some(ask),
-                })
+                ApprovalRequest::from_event(event).map(|r| r.of_sub_agent(self.id).to_event())
             }
             Event::ApprovalAnswered { call_id, answer } if self.asked.remove(call_id) => {
                 Some(Event::ApprovalAnswered {

@@ -76,12 +76,14 @@ pub(crate) fn with_own(mut specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
             "required": ["tasks"]
         }),
         annotations: read_only.clone(),
+        output_schema: None,
     });
     specs.push(ToolSpec {
         name: LIST_SUB_AGENTS.into(),
         description: "List the sub-agents you spawned, with their status.".into(),
         input_schema: json!({"type": "object", "properties": {}}),
         annotations: read_only.clone(),
+        output_schema: None,
     });
     specs.push(ToolSpec {
         name: READ_SUB_AGENT.into(),
@@ -98,6 +100,7 @@ pub(crate) fn with_own(mut specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
             "required": ["id"]
         }),
         annotations: read_only,
+        output_schema: None,
     });
     specs
 }
@@ -132,16 +135,18 @@ pub(crate) async fn call(manager: &Manager, shared: &Shared, call: &ToolCall) ->
     }
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(arguments: &Value, expected: &str) -> Result<T, ToolOutput> {
+/// The arguments, or the refusal to return (what was wrong, and what was
+/// expected).
+fn parse<T: for<'de> Deserialize<'de>>(arguments: &Value, expected: &str) -> Result<T, String> {
     serde_json::from_value(arguments.clone())
-        .map_err(|e| ToolOutput::error(format!("Invalid arguments: {e}. Expected {expected}.")))
+        .map_err(|e| format!("Invalid arguments: {e}. Expected {expected}."))
 }
 
 async fn spawn(manager: &Manager, shared: &Shared, call: &ToolCall) -> ToolOutput {
     let expected = r#"{"tasks": [{"description": "...", "prompt": "..."}]}"#;
     let args: SpawnArgs = match parse(&call.arguments, expected) {
         Ok(args) => args,
-        Err(refusal) => return refusal,
+        Err(refusal) => return ToolOutput::error(refusal),
     };
     let config = &manager.config;
     if args.tasks.is_empty() {
@@ -193,12 +198,18 @@ async fn spawn(manager: &Manager, shared: &Shared, call: &ToolCall) -> ToolOutpu
             n: last,
             info: SubAgentInfo {
                 id: id.clone(),
+                n: last,
                 description: task.description,
                 status: SubAgentStatus::Queued,
                 call_id: call.id.clone(),
+                started_ms: None,
+                ended_ms: None,
             },
             prompt: task.prompt,
             session: None,
+            ended: tokio_util::sync::CancellationToken::new(),
+            stored: false,
+            history: None,
         });
         agents.queue.push_back(id);
     }
@@ -253,7 +264,7 @@ async fn first_number(manager: &Manager, shared: &Shared) -> u64 {
     listed
         .iter()
         .filter(|s| s.meta.id.parent().as_ref() == Some(&parent))
-        .filter_map(|s| s.meta.id.as_str().rsplit("::").next()?.parse::<u64>().ok())
+        .filter_map(|s| s.meta.id.sub_agent_number())
         .max()
         .unwrap_or(0)
 }
@@ -273,14 +284,14 @@ fn list(manager: &Manager) -> ToolOutput {
 async fn read(manager: &Manager, shared: &Shared, arguments: &Value) -> ToolOutput {
     let args: ReadArgs = match parse(arguments, r#"{"id": "...", "offset"?: 0, "limit"?: 20}"#) {
         Ok(args) => args,
-        Err(refusal) => return refusal,
+        Err(refusal) => return ToolOutput::error(refusal),
     };
     let known = manager.list().into_iter().find(|a| a.id == args.id);
-    let history = match (&known, manager.session(&args.id)) {
-        (Some(_), Some(session)) => Some(session.history()),
-        (Some(_), None) => Some(Vec::new()),
-        // One of an earlier run of this chat, still in the store.
-        (None, _) => stored_history(shared, &args.id).await,
+    let history = match manager.history(&args.id) {
+        Some(history) => Some(history),
+        // Released once its result came in, or one of an earlier run of
+        // this chat: in the store.
+        None => stored_history(shared, &args.id).await,
     };
     let Some(history) = history else {
         let ids: Vec<String> = manager.list().into_iter().map(|a| a.id).collect();

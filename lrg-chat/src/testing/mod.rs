@@ -54,7 +54,7 @@ mod expect;
 mod fixed_tools;
 mod transcript;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,10 +64,11 @@ use lrg_providers::{ChatModel, GenerationSettings, ScriptedModel, ScriptedTurn};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::events::Event;
+use futures::future::BoxFuture;
+
 use crate::model_source::FixedModel;
 use crate::permissions::{Answer, PermissionSettings, Permissions};
-use crate::session::{ChatSession, TurnOutcome};
+use crate::session::{ApprovalRequest, Approver, ChatSession, TurnOutcome};
 use crate::tools::Tools;
 
 pub use expect::{
@@ -84,20 +85,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The note a denial carries when the test gave no answer for an approval.
 pub const NO_ANSWER_NOTE: &str = "the test gives no answer for this approval";
 
-/// How an expected approval question is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AnswerKind {
-    /// Run this call.
-    Once,
-    /// Run it and allow the tool for the rest of the session.
-    ThisChat,
-    /// Run it and allow the tool from now on (in memory: a test never writes
-    /// settings).
-    Always,
-    /// Do not run it; `note` is passed to the model.
-    Deny,
-}
+/// How an expected approval question is answered (the kinds of
+/// [`Answer`]).
+pub use crate::permissions::AnswerKind;
 
 /// The answer to one approval question for `tool`. Answers are used in the
 /// order given, each for one question; a question with no answer left is
@@ -294,9 +284,11 @@ impl SessionTest {
     /// Run every message and return what happened. Never panics: a run that
     /// goes wrong is a transcript whose checks fail.
     pub async fn run(self) -> Transcript {
+        let answers = ScriptedApprover(std::sync::Mutex::new(VecDeque::from(self.answers)));
         let mut builder = ChatSession::builder(Arc::new(FixedModel(self.model)))
             .permissions(Arc::new(Permissions::new(self.settings)))
-            .generation(self.generation);
+            .generation(self.generation)
+            .approver(Arc::new(answers));
         if let Some(tools) = self.tools {
             builder = builder.tools(tools);
         }
@@ -307,7 +299,6 @@ impl SessionTest {
             builder = builder.max_steps(steps);
         }
         let session = builder.build();
-        let approver = tokio::spawn(answer_approvals(session.clone(), self.answers));
 
         let deadline = tokio::time::Instant::now() + self.timeout;
         let mut replies = Vec::new();
@@ -372,7 +363,6 @@ impl SessionTest {
                 }
             }
         }
-        approver.abort();
         let events = session
             .events()
             .entries()
@@ -389,35 +379,21 @@ impl SessionTest {
     }
 }
 
-/// Answer each approval question with the first answer given for its tool.
-async fn answer_approvals(session: ChatSession, answers: Vec<ApprovalAnswer>) {
-    let mut answers = VecDeque::from(answers);
-    let mut tools: HashMap<String, String> = HashMap::new();
-    let mut events = session.subscribe(0);
-    while let Some(entry) = events.next().await {
-        match &entry.event {
-            Event::ToolCall { call_id, tool, .. } => {
-                tools.insert(call_id.clone(), tool.clone());
-            }
-            Event::ApprovalNeeded {
-                call_id, sub_agent, ..
-            } => {
-                // A sub-agent's call is not in this stream: the label says.
-                let tool = match sub_agent {
-                    Some(ask) => ask.tool.as_str(),
-                    None => tools.get(call_id).map_or("", String::as_str),
-                };
-                let answer = answers
-                    .iter()
-                    .position(|a| a.tool == tool)
-                    .and_then(|i| answers.remove(i));
-                let answer =
-                    answer.map_or_else(|| Answer::deny_with(NO_ANSWER_NOTE), |a| a.to_answer());
-                // The question may have been withdrawn by a stop meanwhile.
-                let _ = session.answer_approval(call_id, answer);
-            }
-            _ => {}
-        }
+/// Answers each approval question with the first answer left for its
+/// tool, and denies one with none left ([`NO_ANSWER_NOTE`]).
+struct ScriptedApprover(std::sync::Mutex<VecDeque<ApprovalAnswer>>);
+
+impl Approver for ScriptedApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Answer> {
+        let answer = {
+            let mut answers = lrg_providers::sync::lock(&self.0);
+            answers
+                .iter()
+                .position(|a| a.tool == request.tool)
+                .and_then(|i| answers.remove(i))
+        };
+        let answer = answer.map_or_else(|| Answer::deny_with(NO_ANSWER_NOTE), |a| a.to_answer());
+        Box::pin(std::future::ready(answer))
     }
 }
 
@@ -425,6 +401,7 @@ async fn answer_approvals(session: ChatSession, answers: Vec<ApprovalAnswer>) {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use crate::events::Event;
     use crate::permissions::Mode;
     use crate::tools::ToolHost;
     use lrg_providers::ToolAnnotations;

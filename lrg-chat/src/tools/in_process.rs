@@ -178,6 +178,8 @@ mod tests {
             Arc::new(AtomicU64::new(0)),
             Duration::from_secs(10),
             crate::tools::DEFAULT_MAX_RESULT_BYTES,
+            Default::default(),
+            tokio::sync::broadcast::channel(16).0,
         )
     }
 

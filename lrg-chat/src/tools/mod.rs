@@ -31,10 +31,29 @@
 //! [`ToolHostOptions::call_timeout`] gives an error result plus a
 //! [`ToolOutput::warning`], and is restarted on the next call. A call whose
 //! cancel token is set before it starts does not start; a running call
-//! finishes.
+//! finishes, except an MCP call still running 2 s after the stop: it is
+//! cancelled (the server gets `notifications/cancelled`) and its result
+//! says so.
 //!
 //! Tool results keep text as text and images as [`Part::Image`]; audio and
-//! binary resources are described in a line of text.
+//! binary resources are described in a line of text. Resource links and
+//! embedded resources are also kept typed ([`ToolOutput::resources`]). A
+//! tool with an output schema ([`ToolSpec::output_schema`]) has its
+//! `structuredContent` checked against it (a mismatch is an error result
+//! saying what failed) and kept whole in [`ToolOutput::structured`]; the
+//! model gets it as compact JSON unless the text already is that JSON.
+//!
+//! # Resources and prompts
+//!
+//! When any server declares resources, the model is offered three
+//! read-class tools of lrg's own: `list_mcp_resources {server?, cursor?}`,
+//! `list_mcp_resource_templates {server?}` and `read_mcp_resource {server,
+//! uri}`, their output capped and saying so. The library reaches the same
+//! through [`ToolHost::resources`], [`ToolHost::resource_templates`],
+//! [`ToolHost::read_resource`] and [`ToolHost::subscribe_resource`] (whose
+//! updates a session publishes as `resource_updated`), and servers' prompts
+//! through [`ToolHost::prompts`], [`ToolHost::get_prompt`] and
+//! [`ToolHost::complete_prompt_argument`].
 
 use futures::future::BoxFuture;
 use lrg_providers::{Part, ToolAnnotations, ToolSpec};
@@ -48,6 +67,7 @@ pub(crate) use capped::size as byte_size;
 mod child;
 pub mod config;
 mod content;
+pub mod elicitation;
 mod host;
 mod in_process;
 mod inherit_env;
@@ -61,9 +81,16 @@ mod validate;
 pub use config::{
     HttpServerConfig, InheritEnv, McpConfig, McpConfigError, McpServerConfig, StdioServerConfig,
 };
+pub use content::ResourceRef;
 pub use host::{
     AddToolError, DEFAULT_MAX_RESULT_BYTES, ServerFailure, ToolHost, ToolHostOptions, ToolInfo,
     ToolSource,
+};
+pub(crate) use mcp::link as mcp_link;
+pub use mcp::roots::Root;
+pub use mcp::{
+    ExpandedPrompt, Listing, McpPrompt, McpPromptArgument, McpRequestError, McpResource,
+    McpResourceTemplate, Page, ResourceBody, ResourceContents, ResourceUpdate,
 };
 pub use policy::{ServerPolicy, ToolPolicy, Trust};
 pub use rust_fn::NoArgs;
@@ -105,6 +132,15 @@ pub struct ToolOutput {
     /// Something the person should be told about besides the result (a tool
     /// server died and will be restarted, ...). Becomes a `warning` event.
     pub warning: Option<String>,
+    /// The tool's structured result (MCP `structuredContent`), when it gave
+    /// one; checked against its output schema. The model gets it as JSON
+    /// text among `parts` (unless the text already is that JSON); front
+    /// ends get it whole in `tool_done`.
+    pub structured: Option<Value>,
+    /// The resources the result links to or embeds (MCP `resource_link`
+    /// and `resource` content), for front ends to show; the model reads
+    /// them as text parts, with how to read a link.
+    pub resources: Vec<ResourceRef>,
 }
 
 impl ToolOutput {
@@ -114,6 +150,8 @@ impl ToolOutput {
             parts: vec![Part::text(text)],
             is_error: false,
             warning: None,
+            structured: None,
+            resources: Vec::new(),
         }
     }
 
@@ -123,6 +161,8 @@ impl ToolOutput {
             parts: vec![Part::text(text)],
             is_error: true,
             warning: None,
+            structured: None,
+            resources: Vec::new(),
         }
     }
 }
@@ -145,6 +185,8 @@ impl From<Vec<Part>> for ToolOutput {
             parts,
             is_error: false,
             warning: None,
+            structured: None,
+            resources: Vec::new(),
         }
     }
 }
@@ -186,6 +228,13 @@ pub trait Tools: Send + Sync {
     fn policy(&self, name: &str) -> ToolPolicy {
         let _ = name;
         ToolPolicy::default()
+    }
+
+    /// The updates of resources subscribed to
+    /// ([`ToolHost::subscribe_resource`]), from now on; a session turns
+    /// each into a `resource_updated` event. Default: none.
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<ResourceUpdate>> {
+        None
     }
 
     /// Hand a call of a client tool ([`ToolPolicy::runs_on`] is

@@ -146,6 +146,7 @@ mod tests {
             description: String::new(),
             input_schema: serde_json::json!({"type": "object"}),
             annotations: Default::default(),
+            output_schema: None,
         }
     }
 

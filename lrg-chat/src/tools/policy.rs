@@ -24,8 +24,9 @@ use serde_json::Value;
 use super::ToolClass;
 use crate::permissions::Rule;
 
-/// What the configuration says of one offered tool (see the [module
-/// docs](self)).
+/// What the configuration says of one offered tool: its server entry's
+/// `tools.always`, `trust` and `autoApprove` keys as they apply to it (parsed
+/// into a [`ServerPolicy`]), and where it runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolPolicy {

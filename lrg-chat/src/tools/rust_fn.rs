@@ -110,6 +110,7 @@ impl FnTool {
                 description,
                 input_schema,
                 annotations,
+                output_schema: None,
             },
             check,
             run,

@@ -259,6 +259,7 @@ pub fn search_tool_spec() -> ToolSpec {
             title: Some("Search tools".to_owned()),
             ..Default::default()
         },
+        output_schema: None,
     }
 }
 
@@ -336,6 +337,7 @@ mod tests {
             input_schema: json!({"type": "object", "properties": {
                 "city": {"type": "string", "description": "The city's name."}}}),
             annotations: ToolAnnotations::default(),
+            output_schema: None,
         }
     }
 

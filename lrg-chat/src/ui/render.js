@@ -128,6 +128,41 @@ function argValue(v) {
   return document.createTextNode(words(v));
 }
 
+// A call's card: its tool, class, targets and arguments, from its
+// tool_call (or from an approval_needed, which carries the same fields).
+function callCard(e) {
+  const c = el("div", `card ${e.class}`);
+  c.dataset.call = e.call_id;
+  c.setAttribute("role", "group");
+  c.setAttribute("aria-label", `Tool call: ${e.title || e.tool}`);
+  const head = c.appendChild(el("div", "head"));
+  head.appendChild(el("span", "title", e.title || e.tool));
+  if (e.title) head.appendChild(el("span", "notice", e.tool));
+  head.appendChild(el("span", `badge ${e.class}`, e.class));
+  // A client tool: the app's own front end carries it out and answers.
+  if (e.runs_on === "client") head.appendChild(el("span", "notice runs-on-client", "runs in the app"));
+  c.status = head.appendChild(el("span", "status", e.runs_on === "client" ? "waits for the app" : "asked"));
+  if (e.targets !== undefined && e.targets !== null) {
+    const box = c.appendChild(el("div", "targets", `Aimed at ${plural(e.targets, "item")}`));
+    const values = targetValues(e.arguments);
+    if (values && values.length) {
+      box.appendChild(document.createTextNode(":"));
+      const list = box.appendChild(el("ul"));
+      for (const v of values.slice(0, 50)) list.appendChild(el("li", null, words(v)));
+      if (values.length > 50) list.appendChild(el("li", null, `… and ${values.length - 50} more`));
+    }
+  }
+  const args = c.appendChild(el("ul", "args"));
+  const entries = e.arguments && typeof e.arguments === "object" ? Object.entries(e.arguments) : [];
+  if (!entries.length) args.appendChild(el("li", "k", "no arguments"));
+  for (const [k, v] of entries) {
+    const li = args.appendChild(el("li"));
+    li.appendChild(el("span", "k", `${k}: `));
+    li.appendChild(argValue(v));
+  }
+  return c;
+}
+
 const handlers = {
   user_message(e) {
     userMessages++;
@@ -199,40 +234,23 @@ const handlers = {
   },
   tool_call(e) {
     dropLive();
-    const c = el("div", `card ${e.class}`);
-    c.dataset.call = e.call_id;
-    c.setAttribute("role", "group");
-    c.setAttribute("aria-label", `Tool call: ${e.title || e.tool}`);
-    const head = c.appendChild(el("div", "head"));
-    head.appendChild(el("span", "title", e.title || e.tool));
-    if (e.title) head.appendChild(el("span", "notice", e.tool));
-    head.appendChild(el("span", `badge ${e.class}`, e.class));
-    // A client tool: the app's own front end carries it out and answers.
-    if (e.runs_on === "client") head.appendChild(el("span", "notice runs-on-client", "runs in the app"));
-    c.status = head.appendChild(el("span", "status", e.runs_on === "client" ? "waits for the app" : "asked"));
-    if (e.targets !== undefined && e.targets !== null) {
-      const box = c.appendChild(el("div", "targets", `Aimed at ${plural(e.targets, "item")}`));
-      const values = targetValues(e.arguments);
-      if (values && values.length) {
-        box.appendChild(document.createTextNode(":"));
-        const list = box.appendChild(el("ul"));
-        for (const v of values.slice(0, 50)) list.appendChild(el("li", null, words(v)));
-        if (values.length > 50) list.appendChild(el("li", null, `… and ${values.length - 50} more`));
-      }
-    }
-    const args = c.appendChild(el("ul", "args"));
-    const entries = e.arguments && typeof e.arguments === "object" ? Object.entries(e.arguments) : [];
-    if (!entries.length) args.appendChild(el("li", "k", "no arguments"));
-    for (const [k, v] of entries) {
-      const li = args.appendChild(el("li"));
-      li.appendChild(el("span", "k", `${k}: `));
-      li.appendChild(argValue(v));
-    }
+    const c = callCard(e);
     cards.set(e.call_id, c);
     add(c, e.seq);
   },
   approval_needed(e) {
-    const c = cards.get(e.call_id); if (!c) return;
+    // The question carries its call: a sub-agent's (whose tool_call is in
+    // its own stream) gets its card from the question itself.
+    let c = cards.get(e.call_id);
+    if (!c) {
+      c = callCard(e);
+      if (e.sub_agent) {
+        c.classList.add("from-sub-agent");
+        c.querySelector(".head").insertBefore(el("span", "notice sub-agent", `sub-agent ${e.sub_agent.sub_session_id}`), c.status);
+      }
+      cards.set(e.call_id, c);
+      add(c, e.seq);
+    }
     c.classList.add("waiting");
     c.status.textContent = "waits for you";
     const box = c.appendChild(el("div", "approval"));
@@ -242,6 +260,7 @@ const handlers = {
     c.approval = box;
     const r = reasonText[e.reason && e.reason.kind];
     box.appendChild(el("div", "why", r ? r(e.reason) : "It asks before it runs."));
+    for (const w of e.warnings || []) box.appendChild(el("div", "warning", w));
     const buttons = box.appendChild(el("div", "buttons"));
     const answer = (kind, note) => () => {
       for (const b of box.querySelectorAll("button, input")) b.disabled = true;
@@ -253,9 +272,14 @@ const handlers = {
       });
     };
     const btn = (cls, text, fn) => { const b = buttons.appendChild(el("button", cls, text)); b.addEventListener("click", fn); return b; };
-    const first = btn("approve-once primary", "Allow once", answer("once"));
-    btn("approve-chat", "Allow in this chat", answer("chat"));
-    if (e.offer_always) btn("approve-always", "Always allow", answer("always"));
+    // The answers the question allows (an older event says only whether
+    // "always" is offered).
+    const allowed = e.answers && e.answers.length ? e.answers
+      : ["once", "this_chat"].concat(e.offer_always ? ["always"] : [], ["deny"]);
+    let first = null;
+    if (allowed.includes("once")) first = btn("approve-once primary", "Allow once", answer("once"));
+    if (allowed.includes("this_chat")) btn("approve-chat", "Allow in this chat", answer("chat"));
+    if (allowed.includes("always")) btn("approve-always", "Always allow", answer("always"));
     const note = buttons.appendChild(el("input", "deny-note"));
     note.placeholder = "Note for the model (optional)";
     note.setAttribute("aria-label", "Note for the model, sent with Don't allow (Enter)");
@@ -264,7 +288,7 @@ const handlers = {
     btn("deny danger", "Don't allow", deny);
     announce(`${name} waits for your approval.`, false);
     // Focus moves to the question, unless the person is typing.
-    if (document.activeElement !== $("input") || !$("input").value) first.focus();
+    if (first && (document.activeElement !== $("input") || !$("input").value)) first.focus();
   },
   approval_answered(e) {
     const c = cards.get(e.call_id); if (!c) return;
@@ -293,7 +317,24 @@ const handlers = {
       const box = c.appendChild(el("div", "images"));
       for (const img of e.images) showImage(box, e.call_id, img);
     }
+    // Resources it links to or embeds; the model can read a link with read_mcp_resource.
+    if (e.resources && e.resources.length) {
+      const list = c.appendChild(el("ul", "resources"));
+      for (const r of e.resources) {
+        const li = list.appendChild(el("li"));
+        li.appendChild(el("span", "badge", r.embedded ? "embedded" : "link"));
+        li.appendChild(document.createTextNode(` ${r.name || ""} `));
+        li.appendChild(el("code", null, r.uri));
+        li.title = [r.mimeType, r.description, `from ${r.server}`].filter(Boolean).join(" — ");
+      }
+    }
+    if (e.structured !== undefined) {
+      const s = c.appendChild(el("details", "result structured"));
+      s.appendChild(el("summary", null, "Structured result"));
+      s.appendChild(el("pre", null, JSON.stringify(e.structured, null, 2)));
+    }
   },
+  resource_updated(e) { notice(`Resource updated: ${e.uri} (${e.server})`, "resource-updated", e.seq); },
   tool_skipped(e) {
     const c = cards.get(e.call_id); if (!c) return;
     c.classList.remove("waiting");

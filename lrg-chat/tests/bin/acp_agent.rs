@@ -4,8 +4,11 @@
 //! Every prompt streams each kind of update: a plan, advertised commands, a
 //! thought, text, a tool call (kind `edit`) that asks permission, its
 //! progress or failure, usage, more text. Prompts with special words:
-//! `slow` streams `tick` until cancelled; `die` exits at once (exit code 3);
-//! `who` answers with the session's id (`s1`, `s2`, ... in order of creation);
+//! `slow` streams `tick` until cancelled (with `late`, it goes on sending
+//! `late` chunks for a while after answering the cancel); `die` exits at
+//! once (exit code 3);
+//! `who` answers with the session's id (`s1`, `s2`, ... in order of creation;
+//! with `wait`, after 200 ms);
 //! a prompt carrying a typed answer's instructions answers `{"ok": true}`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -61,6 +64,9 @@ async fn answer(
         return StopReason::EndTurn;
     }
     if text.contains("who") {
+        if text.contains("wait") {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         let me = format!("session {}", req.session_id.0);
         send(
             &cx,
@@ -74,6 +80,21 @@ async fn answer(
     if text.contains("slow") {
         for _ in 0..400 {
             if cancels.load(Ordering::SeqCst) != seen {
+                if text.contains("late") {
+                    // Chunks sent after the cancelled prompt's answer, as a
+                    // busy agent may still send them.
+                    let (cx, session) = (cx.clone(), req.session_id.clone());
+                    tokio::spawn(async move {
+                        for _ in 0..30 {
+                            send(
+                                &cx,
+                                &session,
+                                SessionUpdate::AgentMessageChunk(chunk("late ")),
+                            );
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    });
+                }
                 return StopReason::Cancelled;
             }
             send(

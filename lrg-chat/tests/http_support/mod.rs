@@ -185,6 +185,19 @@ impl Harness {
 
     pub async fn events(&self, chat: &Chat, after: u64) -> Events {
         let url = self.url(&format!("/v1/chat/sessions/{}/events", chat.id));
+        self.events_at(chat, url, after).await
+    }
+
+    /// Sub-agent `n`'s own stream of `chat` (`GET …/sub_agents/{n}/events`).
+    pub async fn sub_agent_events(&self, chat: &Chat, n: u64, after: u64) -> Events {
+        let url = self.url(&format!(
+            "/v1/chat/sessions/{}/sub_agents/{n}/events",
+            chat.id
+        ));
+        self.events_at(chat, url, after).await
+    }
+
+    async fn events_at(&self, chat: &Chat, url: String, after: u64) -> Events {
         Events {
             stream: connect(&self.client, &url, &chat.token, after).await,
             client: self.client.clone(),

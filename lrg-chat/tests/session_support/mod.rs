@@ -169,6 +169,7 @@ pub fn test_specs() -> Vec<ToolSpec> {
         description: String::new(),
         input_schema: json!({"type": "object"}),
         annotations: annotations(Some(true), None),
+        output_schema: None,
     })
     .collect()
 }

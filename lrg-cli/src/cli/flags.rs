@@ -173,6 +173,10 @@ pub struct ToolArgs {
     /// names its size [default: 8MiB]
     #[arg(long, value_name = "SIZE", value_parser = byte_size)]
     pub max_tool_result: Option<usize>,
+    /// A directory the MCP servers may work in (repeatable), offered in `roots/list` beside the
+    /// current directory (`lrg serve`: these alone; `lrg acp`: not yet)
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
 }
 
 /// A size in bytes: `8388608`, `512KiB`, `8MiB` (also `K`/`KB`/`M`/`MB`, as binary units).

@@ -1,6 +1,6 @@
 //! Replies as Markdown in the terminal: CommonMark with GFM tables, task
 //! lists and strikethrough, parsed by `pulldown-cmark` and styled with ANSI
-//! codes here ([`render`]).
+//! codes here ([`render()`]).
 //!
 //! Streaming: a reply arrives in deltas, and Markdown cannot be styled
 //! before its block is known (a line `| a | b |` is a paragraph until the

@@ -6,8 +6,8 @@
 //! fails, 2 for a bad scenario file or bad flags.
 
 mod report;
-mod runner;
-mod scenario;
+pub(crate) mod runner;
+pub(crate) mod scenario;
 
 use futures::StreamExt as _;
 

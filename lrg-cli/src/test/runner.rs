@@ -132,13 +132,32 @@ async fn run_once(case: &Case, options: &RunOptions) -> Attempt {
         Ok(h) => h,
         Err(e) => return Attempt::Error(e.to_string()),
     };
-    let mut test = SessionTest::with_model(resolved.model)
-        .tools(host.clone())
+    let transcript = run_session(case, resolved.model, resolved.replay, host.clone()).await;
+    host.shutdown().await;
+    let failures = case.expect.check(&transcript);
+    if failures.is_empty() {
+        Attempt::Passed
+    } else {
+        Attempt::Failed(failures)
+    }
+}
+
+/// Run `case`'s messages on `model` with `tools`, as `lrg test` does (held
+/// to `replay`'s checks when it is a replay); `lrg sessions export` runs
+/// the case it writes this way, offline, on the kept tool results.
+pub(crate) async fn run_session(
+    case: &Case,
+    model: std::sync::Arc<dyn lrg_providers::ChatModel>,
+    replay: Option<std::sync::Arc<lrg_providers::record::ReplayModel>>,
+    tools: std::sync::Arc<dyn lrg_chat::tools::Tools>,
+) -> lrg_chat::testing::Transcript {
+    let mut test = SessionTest::with_model(model)
+        .tools(tools)
         .permissions(case.settings.clone())
         .answers(case.approvals.iter().cloned())
         .generation(case.generation.clone())
         .timeout(case.timeout);
-    if let Some(replay) = resolved.replay {
+    if let Some(replay) = replay {
         test = test.watch_replay(replay);
     }
     if let Some(system) = &case.system {
@@ -156,12 +175,5 @@ async fn run_once(case: &Case, options: &RunOptions) -> Attempt {
             _ => test.message(message.clone()),
         };
     }
-    let transcript = test.run().await;
-    host.shutdown().await;
-    let failures = case.expect.check(&transcript);
-    if failures.is_empty() {
-        Attempt::Passed
-    } else {
-        Attempt::Failed(failures)
-    }
+    test.run().await
 }

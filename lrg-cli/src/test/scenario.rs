@@ -546,6 +546,7 @@ fn merge(
             mcp_config: tools.mcp_config.map(|p| beside(dir, &p)),
             mcp: tools.mcp,
             max_tool_result: None,
+            roots: Vec::new(),
         },
         settings,
         approvals: permissions.approvals,

@@ -526,6 +526,7 @@ mod tests {
                 "oneOf": [{"required": ["set"]}, {"required": ["ids"]}]
             }),
             annotations: Default::default(),
+            output_schema: None,
         };
         let req = TurnRequest {
             messages: vec![Message::user("x")].into(),

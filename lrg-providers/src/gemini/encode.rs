@@ -516,6 +516,7 @@ mod tests {
                 "additionalProperties": false
             }),
             annotations: Default::default(),
+            output_schema: None,
         };
         let req = TurnRequest {
             messages: vec![Message::user("x")].into(),

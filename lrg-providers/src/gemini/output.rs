@@ -129,6 +129,7 @@ mod tests {
             description: String::new(),
             input_schema: json!({"type": "object"}),
             annotations: Default::default(),
+            output_schema: None,
         };
         let tooled = request().tools(vec![tool]);
         assert_eq!(generation_fields(&tooled, "gemini-2.5-flash"), None);

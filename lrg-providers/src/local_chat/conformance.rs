@@ -60,6 +60,7 @@ pub fn tools() -> Vec<ToolSpec> {
             description: format!("The {name} tool."),
             input_schema: path.clone(),
             annotations: Default::default(),
+            output_schema: None,
         })
         .collect()
 }

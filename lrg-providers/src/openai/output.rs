@@ -141,6 +141,7 @@ mod tests {
             description: String::new(),
             input_schema: json!({"type": "object"}),
             annotations: Default::default(),
+            output_schema: None,
         }
     }
 

@@ -31,6 +31,7 @@ pub fn fuzz_parse(data: &[u8]) {
         description: String::new(),
         input_schema: serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "n": {"type": "integer"}}}),
         annotations: Default::default(),
+        output_schema: None,
     };
     let tools = [tool("get_weather"), tool("add")];
     let mut parser = TextToolParser::new(format, &tools);

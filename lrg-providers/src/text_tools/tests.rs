@@ -8,6 +8,7 @@ fn tool(name: &str) -> ToolSpec {
         description: String::new(),
         input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}),
         annotations: Default::default(),
+        output_schema: None,
     }
 }
 

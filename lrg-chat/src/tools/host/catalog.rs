@@ -12,6 +12,7 @@ use super::super::names::NameAllocator;
 use super::super::rust_fn::FnTool;
 use super::super::validate::ArgumentCheck;
 use super::super::{ToolClass, ToolOutput};
+use super::resources::ResourceTool;
 use super::{ToolHost, ToolInfo, ToolSource, read};
 use std::sync::atomic::Ordering;
 
@@ -19,11 +20,14 @@ use std::sync::atomic::Ordering;
 #[derive(Clone)]
 pub(super) enum Target {
     Fn(Arc<FnTool>),
-    Client(ClientTool, Arc<ArgumentCheck>),
+    /// Boxed: a tool spec is large, and most entries are of other kinds.
+    Client(Box<ClientTool>, Arc<ArgumentCheck>),
     Mcp {
         server: Arc<McpServer>,
         tool: Arc<RemoteTool>,
     },
+    /// One of lrg's resource tools (see [`super::resources`]).
+    Resources(ResourceTool),
 }
 
 pub(super) struct Entry {
@@ -88,8 +92,27 @@ impl ToolHost {
                     class,
                     source: ToolSource::Client,
                 },
-                target: Target::Client(tool, check),
+                target: Target::Client(Box::new(tool), check),
             });
+        }
+        // lrg's own resource tools, when any server has resources.
+        if self.offers_resources() {
+            for which in ResourceTool::ALL {
+                let spec = which.spec();
+                let name = names.allocate("rust", &spec.name);
+                let spec = ToolSpec {
+                    name,
+                    ..spec.clone()
+                };
+                entries.push(Entry {
+                    info: ToolInfo {
+                        class: ToolClass::from_annotations(&spec.annotations),
+                        spec,
+                        source: ToolSource::Rust,
+                    },
+                    target: Target::Resources(which),
+                });
+            }
         }
         let policies = read(&self.policies);
         let mut held_back = Vec::new();

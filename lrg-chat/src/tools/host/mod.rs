@@ -19,6 +19,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 mod catalog;
+mod prompts;
+mod resources;
+mod roots;
 
 use super::client::{ClientCall, ClientTool, RunsOn};
 use super::config::{McpConfig, McpServerConfig};
@@ -137,6 +140,10 @@ pub struct ToolHost {
     changes: Arc<AtomicU64>,
     catalog: RwLock<Arc<Catalog>>,
     closed: AtomicBool,
+    /// The roots its servers are offered (see [`ToolHost::set_roots`]).
+    roots: super::mcp::roots::Roots,
+    /// Every server's `notifications/resources/updated`.
+    resource_updates: tokio::sync::broadcast::Sender<super::ResourceUpdate>,
 }
 
 impl std::fmt::Debug for ToolHost {
@@ -184,6 +191,8 @@ impl ToolHost {
                 held_back: Vec::new(),
             })),
             closed: AtomicBool::new(false),
+            roots: Default::default(),
+            resource_updates: tokio::sync::broadcast::channel(resources::UPDATES_KEPT).0,
         }
     }
 
@@ -404,6 +413,8 @@ impl ToolHost {
             self.changes.clone(),
             self.options.connect_timeout,
             self.options.max_result_bytes,
+            self.roots.clone(),
+            self.resource_updates.clone(),
         ));
         servers.push(server.clone());
         drop(servers);
@@ -504,6 +515,7 @@ impl ToolHost {
             Target::Fn(f) => &f.check,
             Target::Client(_, check) => check,
             Target::Mcp { tool, .. } => &tool.check,
+            Target::Resources(which) => which.check(),
         };
         let args = match validate::normalize_arguments(arguments) {
             Ok(a) => a,
@@ -526,9 +538,15 @@ impl ToolHost {
             Target::Client(..) => ToolOutput::error(format!(
                 "`{name}` runs in the app's front end: only a chat session can call it"
             )),
+            Target::Resources(which) => self.call_resource_tool(*which, &args).await,
             Target::Mcp { server, tool } => {
                 match server.call(&tool.name, args, timeout, &cancel).await {
-                    CallOutcome::Done(out) => out,
+                    CallOutcome::Done(mut out) => {
+                        if let Some(output) = &tool.output {
+                            output.check(&tool.name, &mut out);
+                        }
+                        out
+                    }
                     CallOutcome::Failed(mut out, warning) => {
                         tracing::warn!(server = %server.name, tool = %tool.name, "{warning}");
                         out.warning = Some(warning);
@@ -588,6 +606,10 @@ impl Tools for ToolHost {
         }
         policy.ends_turn = lrg_providers::sync::read(&self.ends_turn).contains(name);
         policy
+    }
+
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<super::ResourceUpdate>> {
+        Some(ToolHost::resource_updates(self))
     }
 
     fn client_call(&self, call: &ClientCall) -> bool {

@@ -3,19 +3,23 @@
 //! after the server died or hung.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, RwLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use lrg_providers::{ToolAnnotations, ToolSpec};
-use rmcp::model::{CallToolRequestParams, JsonObject};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, JsonObject,
+    ServerResult,
+};
+use rmcp::service::PeerRequestOptions;
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{Peer, RoleClient, ServiceExt as _};
 use serde_json::Value;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, RwLock as AsyncRwLock, broadcast};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -48,19 +52,45 @@ pub(crate) struct RemoteTool {
     /// As offered to models, under the server's own name (the host renames).
     pub(crate) spec: ToolSpec,
     pub(crate) check: ArgumentCheck,
+    /// The compiled `outputSchema`, when it declares one that compiles.
+    pub(crate) output: Option<OutputCheck>,
 }
 
 mod handler;
+mod prompts;
+mod request;
+mod resources;
+mod structured;
+pub use prompts::{ExpandedPrompt, McpPrompt, McpPromptArgument};
+pub use request::{Listing, McpRequestError};
+use resources::ServerCaps;
+pub(crate) use resources::UpdateSender;
+pub use resources::{
+    McpResource, McpResourceTemplate, Page, ResourceBody, ResourceContents, ResourceUpdate,
+};
+use structured::OutputCheck;
+pub(crate) use structured::show_to_model as show_structured;
+pub(crate) mod link;
+pub(crate) mod roots;
+mod waiting;
 
 pub(crate) use handler::LrgClient;
+use link::Link;
+use waiting::Cut;
 
 type Client = RunningService<RoleClient, LrgClient>;
+
+/// A live connection, shared by the calls running on it: each holds it
+/// for reading (rmcp's `call_tool` fulfils `input_required` rounds through
+/// it); closing takes it for writing, after cancelling its service so the
+/// calls end.
+type SharedClient = Arc<AsyncRwLock<Client>>;
 
 enum Conn {
     /// Never connected, or stopped (the reason is in `McpServer::problem`).
     Down,
     Up {
-        client: Box<Client>,
+        client: SharedClient,
         peer: Peer<RoleClient>,
         epoch: u64,
         /// The in-process server's task, ended when the server is replaced.
@@ -80,14 +110,19 @@ pub(crate) struct McpServer {
     /// Bumped whenever this server's tool list changes (shared with the host).
     changes: Arc<AtomicU64>,
     epochs: AtomicU64,
-    /// Set by the server's `notifications/tools/list_changed`.
-    tools_changed: Arc<AtomicBool>,
+    /// What the connection's handler shares: list-changed flags, running
+    /// calls, roots.
+    link: Arc<Link>,
     stderr: StderrTail,
     /// Background closes of replaced connections; awaited by shutdown.
     closing: StdMutex<Vec<JoinHandle<()>>>,
     connect_timeout: Duration,
     /// The largest tool result taken ([`super::ToolHostOptions::max_result_bytes`]).
     max_result: usize,
+    /// What it declared at its last handshake besides tools.
+    caps: RwLock<ServerCaps>,
+    /// Where its `notifications/resources/updated` go (shared by the host).
+    updates: broadcast::Sender<ResourceUpdate>,
 }
 
 /// How a call went, before the host adds names to it.
@@ -105,8 +140,11 @@ impl McpServer {
         changes: Arc<AtomicU64>,
         connect_timeout: Duration,
         max_result: usize,
+        roots: roots::Roots,
+        updates: broadcast::Sender<ResourceUpdate>,
     ) -> Self {
         Self {
+            link: Link::new(name.clone(), roots),
             name,
             connector,
             conn: Mutex::new(Conn::Down),
@@ -114,11 +152,12 @@ impl McpServer {
             problem: RwLock::new(Some("not started yet".to_owned())),
             changes,
             epochs: AtomicU64::new(0),
-            tools_changed: Arc::new(AtomicBool::new(false)),
             stderr: StderrTail::default(),
             closing: StdMutex::new(Vec::new()),
             connect_timeout,
             max_result,
+            caps: RwLock::new(ServerCaps::default()),
+            updates,
         }
     }
 
@@ -129,14 +168,18 @@ impl McpServer {
 
     fn client(&self) -> LrgClient {
         LrgClient {
-            tools_changed: self.tools_changed.clone(),
+            link: self.link.clone(),
+            resource_updates: UpdateSender {
+                server: self.name.clone(),
+                tx: self.updates.clone(),
+            },
         }
     }
 
     /// List the tools again if the server said they changed. A failure
     /// keeps the old list (the next call will find out what is wrong).
     pub(crate) async fn refresh_tools_if_changed(&self) {
-        if !self.tools_changed.swap(false, Ordering::SeqCst) {
+        if !self.link.tools_changed.swap(false, Ordering::SeqCst) {
             return;
         }
         let peer = match &*self.conn.lock().await {
@@ -185,16 +228,41 @@ impl McpServer {
         self.ready().await.map(|(_, _, fresh)| fresh)
     }
 
+    /// Tell the connected server that the roots changed (one not connected
+    /// asks for them when it connects).
+    pub(crate) async fn roots_changed(&self) {
+        let peer = match &*self.conn.lock().await {
+            Conn::Up { peer, .. } => peer.clone(),
+            _ => return,
+        };
+        if let Err(e) = peer.notify_roots_list_changed().await {
+            tracing::debug!(server = %self.name, error = %e, "telling the server the roots changed failed");
+        }
+    }
+
     /// The live connection's peer and epoch, connecting first if needed;
     /// the flag says whether it replaced one that had died unnoticed.
     async fn ready(&self) -> Result<(Peer<RoleClient>, u64, bool), String> {
+        self.connection()
+            .await
+            .map(|(_, peer, epoch, fresh)| (peer, epoch, fresh))
+    }
+
+    /// [`Self::ready`], with the connection itself (for rmcp's
+    /// `RunningService` helpers, which answer `input_required` rounds).
+    async fn connection(&self) -> Result<(SharedClient, Peer<RoleClient>, u64, bool), String> {
         let mut conn = self.conn.lock().await;
         // A server that went down during a call was already reported then;
         // one whose transport closed between calls was not (`silent`).
         let silent = match &*conn {
             Conn::Closed => return Err("the tool host was shut down".to_owned()),
-            Conn::Up { peer, epoch, .. } if !peer.is_transport_closed() => {
-                return Ok((peer.clone(), *epoch, false));
+            Conn::Up {
+                client,
+                peer,
+                epoch,
+                ..
+            } if !peer.is_transport_closed() => {
+                return Ok((client.clone(), peer.clone(), *epoch, false));
             }
             Conn::Up { .. } => true,
             Conn::Down => false,
@@ -204,16 +272,18 @@ impl McpServer {
         match self.connect().await {
             Ok((client, server_task, tools)) => {
                 let peer = client.peer().clone();
+                self.set_caps(&peer);
                 let epoch = self.epochs.fetch_add(1, Ordering::SeqCst) + 1;
+                let client = Arc::new(AsyncRwLock::new(client));
                 *conn = Conn::Up {
-                    client: Box::new(client),
+                    client: client.clone(),
                     peer: peer.clone(),
                     epoch,
                     server_task,
                 };
                 self.set_tools(tools);
                 self.set_problem(None);
-                Ok((peer, epoch, silent))
+                Ok((client, peer, epoch, silent))
             }
             Err(e) => {
                 self.stderr.settled().await;
@@ -222,6 +292,19 @@ impl McpServer {
                 self.set_problem(Some(e.clone()));
                 Err(e)
             }
+        }
+    }
+
+    /// Keep what the server declared; a change (resources appear, say)
+    /// changes what the host offers.
+    fn set_caps(&self, peer: &Peer<RoleClient>) {
+        let caps = peer
+            .peer_info()
+            .map(|info| ServerCaps::of(&info.capabilities))
+            .unwrap_or_default();
+        let old = std::mem::replace(&mut *lrg_providers::sync::write(&self.caps), caps);
+        if old != caps {
+            self.changes.fetch_add(1, Ordering::SeqCst);
         }
     }
 
@@ -249,7 +332,7 @@ impl McpServer {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> CallOutcome {
-        let (peer, epoch, restarted) = match self.ready().await {
+        let (client, peer, epoch, restarted) = match self.connection().await {
             Ok(r) => r,
             Err(e) => {
                 return CallOutcome::Failed(
@@ -273,16 +356,65 @@ impl McpServer {
                 .get_or_insert_with(Default::default)
                 .set_traceparent(traceparent);
         }
-        let result = tokio::time::timeout(
-            timeout,
-            tracing::Instrument::instrument(peer.call_tool(params), span.clone()),
+        // rmcp gives every request its own `_meta.progressToken`: the
+        // request's handle says which, and the call is known by it.
+        let mut running = self.link.start_call(link::current_caller());
+        let sent = tracing::Instrument::instrument(
+            peer.send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params.clone())),
+                PeerRequestOptions::no_options(),
+            ),
+            span.clone(),
         )
         .await;
+        let result = match sent {
+            Err(e) => Ok(Err(e)),
+            Ok(handle) => {
+                let request_id = handle.id.clone();
+                running.bind(link::token_text(&handle.progress_token.0));
+                let request = async move {
+                    match handle.await_response().await {
+                        Ok(ServerResult::CallToolResult(r)) => Ok(r),
+                        // A 2026-07-28 server wants input first: rmcp's helper
+                        // asks again, fulfilling each round through our handler.
+                        Ok(ServerResult::InputRequiredResult(_)) => {
+                            client.read().await.call_tool(params).await
+                        }
+                        Ok(_) => Err(ServiceError::UnexpectedResponse),
+                        Err(e) => Err(e),
+                    }
+                };
+                let result = waiting::wait_for_call(
+                    &self.link,
+                    tracing::Instrument::instrument(request, span.clone()),
+                    &running.token,
+                    timeout,
+                    cancel,
+                )
+                .await;
+                // Its last progress goes out before its result.
+                self.link.settle(&running.token).await;
+                drop(running);
+                if let Err(cut) = &result {
+                    let why = match cut {
+                        Cut::Stopped => "the user stopped",
+                        Cut::TimedOut => "the call timed out",
+                    };
+                    let cancelled =
+                        CancelledNotificationParam::new(Some(request_id), Some(why.to_owned()));
+                    if let Err(e) = peer.notify_cancelled(cancelled).await {
+                        tracing::debug!(server = %self.name, error = %e, "telling the server a call was cancelled failed");
+                    }
+                }
+                result
+            }
+        };
         match &result {
             Ok(Ok(r)) if r.is_error == Some(true) => crate::otel::record_error(&span, "tool_error"),
             Ok(Ok(_)) => {}
             Ok(Err(_)) => crate::otel::record_error(&span, "mcp_error"),
-            Err(_) => crate::otel::record_error(&span, "timeout"),
+            Err(Cut::Stopped) => crate::otel::record_error(&span, "stopped"),
+            Err(Cut::TimedOut) => crate::otel::record_error(&span, "timeout"),
         }
         drop(span);
         let restart_note = restarted.then(|| {
@@ -293,7 +425,7 @@ impl McpServer {
         });
         match result {
             Ok(Ok(r)) => {
-                let mut out = output_from_mcp(r);
+                let mut out = output_from_mcp(r, &self.name);
                 out.warning = restart_note;
                 CallOutcome::Done(out)
             }
@@ -353,7 +485,15 @@ impl McpServer {
                 out.warning = restart_note;
                 CallOutcome::Done(out)
             }
-            Err(_elapsed) => {
+            Err(Cut::Stopped) => {
+                let mut out = ToolOutput::error(format!(
+                    "`{tool}` was stopped by the user while it ran; the tool server was told to \
+                     cancel it, and it has no result."
+                ));
+                out.warning = restart_note;
+                CallOutcome::Done(out)
+            }
+            Err(Cut::TimedOut) => {
                 let secs = timeout.as_secs_f64();
                 self.mark_down(
                     epoch,
@@ -454,7 +594,7 @@ impl McpServer {
             let tools = match client.peer().list_all_tools().await {
                 Ok(t) => t,
                 Err(e) => {
-                    close_client(&self.name, Box::new(client), task).await;
+                    close_client(&self.name, Arc::new(AsyncRwLock::new(client)), task).await;
                     return Err(format!("listing its tools failed: {e}"));
                 }
             };
@@ -566,11 +706,22 @@ async fn connect_http(
         .map_err(|e| format!("cannot connect to {}: {e}", cfg.url))
 }
 
-async fn close_client(name: &str, mut client: Box<Client>, server_task: Option<JoinHandle<()>>) {
-    match client.close_with_timeout(CLOSE_TIMEOUT).await {
-        Ok(Some(_)) => {}
-        Ok(None) => tracing::warn!(server = name, "tool server did not close in time"),
-        Err(e) => tracing::warn!(server = name, error = %e, "closing tool server failed"),
+async fn close_client(name: &str, client: SharedClient, server_task: Option<JoinHandle<()>>) {
+    // Calls still running on it hold it for reading: its service is
+    // cancelled first, so they end (the transport is gone), and then it
+    // is closed as it exits.
+    if let Ok(c) = client.try_read() {
+        c.cancellation_token().cancel();
+    } else if let Ok(c) = tokio::time::timeout(CLOSE_TIMEOUT, client.read()).await {
+        c.cancellation_token().cancel();
+    }
+    match tokio::time::timeout(CLOSE_TIMEOUT, client.write()).await {
+        Ok(mut client) => match client.close_with_timeout(CLOSE_TIMEOUT).await {
+            Ok(Some(_)) => {}
+            Ok(None) => tracing::warn!(server = name, "tool server did not close in time"),
+            Err(e) => tracing::warn!(server = name, error = %e, "closing tool server failed"),
+        },
+        Err(_) => tracing::warn!(server = name, "tool server did not close in time"),
     }
     if let Some(task) = server_task {
         task.abort();
@@ -603,14 +754,23 @@ fn remote_tool(t: rmcp::model::Tool) -> RemoteTool {
         .or_else(|| t.title.clone())
         .unwrap_or_default();
     let check = ArgumentCheck::new(&name, &input_schema);
+    let output_schema = t
+        .output_schema
+        .as_ref()
+        .map(|s| Value::Object((**s).clone()));
+    let output = output_schema
+        .as_ref()
+        .and_then(|s| OutputCheck::new(&name, s));
     RemoteTool {
         spec: ToolSpec {
             name: name.clone(),
             description,
             input_schema,
             annotations,
+            output_schema,
         },
         name,
         check,
+        output,
     }
 }
