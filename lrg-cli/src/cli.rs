@@ -226,7 +226,7 @@ pub struct AcpArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
     /// Let each session's model delegate tasks to sub-agents
-    /// (spawn_agent, list_agents, read_agent); their results start turns of
+    /// (spawn_sub_agent, list_sub_agents, read_sub_agent); their results start turns of
     /// their own, which the editor sees as they run
     #[arg(long)]
     pub sub_agents: bool,
