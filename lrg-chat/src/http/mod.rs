@@ -160,6 +160,7 @@ mod open;
 mod opener;
 mod owner_auth;
 mod owners;
+#[cfg(feature = "acp")]
 pub(crate) use owners::rfc3339;
 mod page;
 mod prompt_route;
