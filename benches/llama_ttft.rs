@@ -60,6 +60,7 @@ async fn first_token(
     schema: &serde_json::Value,
 ) -> Duration {
     let turn = EngineTurn {
+        sequence: lrg_providers::local_chat::SequenceId(0),
         messages: messages.to_vec(),
         schema: schema.clone(),
         max_tokens: 1,
@@ -69,10 +70,14 @@ async fn first_token(
     };
     let start = Instant::now();
     let mut stream = engine.generate(turn, CancellationToken::new());
-    match stream.next().await {
-        Some(Ok(EngineEvent::Delta { .. })) => {}
-        Some(Ok(EngineEvent::Done { .. })) | None => panic!("no token"),
-        Some(Err(e)) => panic!("{e}"),
+    loop {
+        match stream.next().await {
+            Some(Ok(EngineEvent::Delta { .. })) => break,
+            Some(Ok(EngineEvent::Done { .. })) | None => panic!("no token"),
+            Some(Err(e)) => panic!("{e}"),
+            // The prefill counts come before the first token.
+            Some(Ok(_)) => {}
+        }
     }
     let elapsed = start.elapsed();
     // Let the turn finish so the cache state is settled for the next one.

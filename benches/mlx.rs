@@ -41,6 +41,7 @@ fn msg(role: EngineRole, content: String) -> EngineMessage {
 
 fn turn(messages: Vec<EngineMessage>, schema: Value, max_tokens: u32) -> EngineTurn {
     EngineTurn {
+        sequence: lrg_providers::local_chat::SequenceId(0),
         messages,
         schema,
         max_tokens,
@@ -64,6 +65,7 @@ async fn run(engine: &MlxEngine, turn: EngineTurn) -> (Duration, Duration) {
             EngineEvent::Done { stop, .. } => {
                 assert_ne!(stop, EngineStop::Cancelled);
             }
+            _ => {}
         }
     }
     (first.expect("no delta"), start.elapsed())

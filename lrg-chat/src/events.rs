@@ -27,7 +27,8 @@
 //! [`Event::Stopped`], an [`Event::Error`], or a retrying [`Event::Warning`],
 //! after which what was streamed is dropped).
 //! [`Event::ToolProgress`] is live only too: a running call's progress,
-//! which its numbered `tool_done` supersedes.
+//! which its numbered `tool_done` supersedes; and [`Event::ModelLoading`],
+//! a local model's load before a turn.
 //!
 //! In a session kept in a store, a numbered event that reports a change to
 //! the conversation (`user_message`, `assistant_turn`, `tool_done`,
@@ -57,13 +58,18 @@
 //! conversation itself instead (over HTTP, `GET …/transcript`, whose
 //! `last_seq` says where to follow the events from), as the page does.
 
+mod agent;
+mod kinds;
 mod log;
+mod payload;
 
+pub use agent::{AgentCommand, PlanEntry, PlanPriority, PlanStatus};
+pub use kinds::{DeltaKind, ErrorKind, SkipReason};
 pub use log::{
     DEFAULT_MAX_KEPT_EVENT_BYTES, DEFAULT_MAX_KEPT_EVENTS, EventLog, LAG_LIMIT, Subscription,
 };
+pub use payload::{ImageDescriptor, SubAgentAsk};
 
-use lrg_providers::ProviderError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -481,6 +487,16 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// A local model is being loaded before this chat's turn can start (the
+    /// engine pool had unloaded it after keep-alive, or another model took
+    /// its place). Live only: never numbered; the last one of a load has
+    /// `progress` 1.
+    ModelLoading {
+        /// The model, `provider:model`.
+        model: String,
+        /// Fraction done, 0 to 1.
+        progress: f32,
+    },
     /// A tool server logged a warning or worse (MCP `notifications/message`)
     /// while a call of this chat ran on it. At most 10 a second per server;
     /// every line also goes to `tracing`.
@@ -495,188 +511,78 @@ pub enum Event {
         /// The line (JSON data as its text).
         message: String,
     },
-}
-
-/// The sub-agent behind an [`Event::ApprovalNeeded`], and what it wants to
-/// run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct SubAgentAsk {
-    /// The sub-agent's session id.
-    pub sub_session_id: String,
-    /// The tool it wants to call.
-    pub tool: String,
-    /// What the tool may do to the world.
-    pub class: ToolClass,
-    /// The arguments, as the sub-agent's model wrote them.
-    pub arguments: Value,
-}
-
-impl SubAgentAsk {
-    /// Sub-agent `sub_session_id` asks to call `tool` (of `class`) with
-    /// `arguments`.
-    pub fn new(
-        sub_session_id: impl Into<String>,
-        tool: impl Into<String>,
-        class: ToolClass,
-        arguments: Value,
-    ) -> Self {
-        Self {
-            sub_session_id: sub_session_id.into(),
-            tool: tool.into(),
-            class,
-            arguments,
-        }
-    }
-}
-
-/// One image of a tool result, as `tool_done` describes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct ImageDescriptor {
-    /// Its position among the result's images, from 0.
-    pub index: usize,
-    /// MIME type, e.g. `image/png`.
-    pub mime: String,
-    /// Size of the encoded image in bytes.
-    pub bytes: usize,
-}
-
-impl ImageDescriptor {
-    /// The image at `index`, of type `mime`, `bytes` long.
-    pub fn new(index: usize, mime: impl Into<String>, bytes: usize) -> Self {
-        Self {
-            index,
-            mime: mime.into(),
-            bytes,
-        }
-    }
-
-    /// Describe the images among `parts`, in order.
-    pub fn of_parts(parts: &[lrg_providers::Part]) -> Vec<Self> {
-        parts
-            .iter()
-            .filter_map(|p| match p {
-                lrg_providers::Part::Image(image) => Some(image),
-                _ => None,
-            })
-            .enumerate()
-            .map(|(index, image)| Self {
-                index,
-                mime: image.mime.clone(),
-                bytes: image.data.len(),
-            })
-            .collect()
-    }
-}
-
-/// Which stream a [`Event::Delta`] belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeltaKind {
-    /// The model's reasoning.
-    Reasoning,
-    /// The answer.
-    Text,
-}
-
-/// What kind of failure an [`Event::Error`] reports.
-///
-/// Serialized in `snake_case` (`"context_overflow"`, `"max_steps"`, ...).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// A transient provider error (429, 5xx, a cut stream) that outlived its
-    /// retries.
-    Transient,
-    /// The provider refused the key.
-    Auth,
-    /// The provider refused the request as malformed.
-    BadRequest,
-    /// The conversation does not fit the model's context window.
-    ContextOverflow,
-    /// The model does not exist on its provider.
-    ModelNotFound,
-    /// The model cannot do what was asked.
-    Unsupported,
-    /// Missing or invalid configuration (no key, bad base URL).
-    Config,
-    /// The model's answer could not be understood.
-    Protocol,
-    /// Any other provider failure.
-    Other,
-    /// [`crate::SessionConfig::max_steps`] model turns passed without a final
-    /// answer.
-    MaxSteps,
-    /// Compaction produced no summary; the conversation was kept.
-    Compact,
-    /// A tool or model plugged into the session panicked.
-    Internal,
-    /// The session is local only and the model would send the conversation
-    /// to a cloud.
-    LocalOnly,
-    /// A typed message's answer never matched its schema, repairs included
-    /// ([`crate::SessionConfig::typed_repairs`]).
-    InvalidAnswer,
-    /// The next model turn would pass a limit of
-    /// [`crate::SessionConfig::budget`] (tokens or dollars).
-    Budget,
-}
-
-impl ErrorKind {
-    /// The kind of a provider error.
-    pub fn of(error: &ProviderError) -> Self {
-        match error {
-            ProviderError::Transient { .. } => Self::Transient,
-            ProviderError::Auth { .. } => Self::Auth,
-            ProviderError::BadRequest { .. } => Self::BadRequest,
-            ProviderError::ContextOverflow { .. } => Self::ContextOverflow,
-            ProviderError::ModelNotFound { .. } => Self::ModelNotFound,
-            ProviderError::Unsupported { .. } => Self::Unsupported,
-            ProviderError::Config { .. } => Self::Config,
-            ProviderError::Protocol { .. } => Self::Protocol,
-            _ => Self::Other,
-        }
-    }
-}
-
-/// Why a tool call did not run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum SkipReason {
-    /// The same tool with the same arguments was already called for this
-    /// message.
-    RepeatedCall,
-    /// The person denied it.
-    NotAllowed,
-    /// The person stopped the turn before it ran.
-    Stopped,
-    /// The tool is blocked by a rule (the model was not offered it).
-    Blocked,
-    /// No tool of that name exists.
-    UnknownTool,
-    /// A `pre_tool_use` hook denied it (see [`crate::hooks`]).
-    HookDenied,
-    /// Its approval question got no answer within
-    /// [`crate::SessionConfig::approval_timeout`]: a denial.
-    ApprovalTimedOut,
-}
-
-impl SkipReason {
-    /// A few words for a person ("not allowed", "no such tool").
-    pub fn describe(self) -> &'static str {
-        match self {
-            Self::RepeatedCall => "the same call was already made",
-            Self::NotAllowed => "not allowed",
-            Self::Stopped => "stopped",
-            Self::Blocked => "blocked by a rule",
-            Self::UnknownTool => "no such tool",
-            Self::HookDenied => "denied by a hook",
-            Self::ApprovalTimedOut => "no answer in time",
-        }
-    }
+    /// A tool server asks the model (MCP `sampling/createMessage`) during
+    /// a call of this chat. What it asks is here (messages clipped for
+    /// showing); when the permissions ask, an `approval_needed` whose
+    /// `call_id` is the `sampling_id` follows, answered like a tool's. One
+    /// `sampling_done` always ends it.
+    SamplingRequest {
+        /// The request's id in this chat (`sampling-1`, ...), also the
+        /// `call_id` of its approval question.
+        sampling_id: String,
+        /// The tool server that asks.
+        server: String,
+        /// The call it came during, when one call of this chat ran on the server.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
+        /// The model that would answer, `provider:model`.
+        model: String,
+        /// The server's messages, each clipped to 2,000 characters.
+        messages: Vec<crate::session::sampling::SampledMessage>,
+        /// The server's system prompt, clipped likewise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        system_prompt: Option<String>,
+        /// The most tokens the answer may take.
+        max_tokens: u32,
+        /// Its sampling temperature, when it set one (to 3 decimals).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        temperature: Option<f64>,
+        /// The server's tools the model may call in its answer (by name).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<String>,
+        /// `includeContext` as asked (`none`, `thisServer`, `allServers`).
+        include_context: String,
+        /// Whether the chat's recent text was given to it (only when the
+        /// server asked and [`crate::SessionConfig::sampling_shares_history`]
+        /// allows).
+        #[serde(default, skip_serializing_if = "is_false")]
+        shares_history: bool,
+    },
+    /// A sampling request ended: answered (with the model's usage and
+    /// cost, counted in the chat's totals), denied, declined or failed.
+    SamplingDone {
+        /// The request (its `sampling_request`).
+        sampling_id: String,
+        /// How it ended.
+        outcome: crate::session::sampling::SamplingOutcome,
+        /// The answer's text, when answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// The server's tools the answer calls, by name.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<String>,
+        /// What the answer used, when the model reported it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<lrg_providers::Usage>,
+        /// What it cost.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<lrg_providers::pricing::Cost>,
+        /// Why there is no answer (also what the server is told).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The chat's agent (an external ACP agent as its model) lists the
+    /// slash commands it takes, replacing any list before; sending `/name
+    /// args` as a message passes one to it.
+    AgentCommands {
+        /// The commands, in the agent's order.
+        commands: Vec<AgentCommand>,
+    },
+    /// The chat's agent tells its plan, whole: each one replaces the last.
+    Plan {
+        /// The steps, in order.
+        entries: Vec<PlanEntry>,
+    },
 }
 
 /// The class of a call whose event does not say (written before

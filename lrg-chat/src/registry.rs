@@ -41,12 +41,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use lrg_providers::ChatModel;
+use lrg_providers::sync::lock;
 
 use crate::events::Event;
 use crate::session::{ChatSession, ChatSessionBuilder, SwitchableModel};
 use crate::store::{
     ModelBinding, RESUME_ROWS, SessionId, SessionKeys, SessionMeta, SessionState, SessionStore,
-    StoreError, StoredSession, relock, without_native,
+    StoreError, StoredSession, without_native,
 };
 use crate::transcript::Transcript;
 
@@ -88,7 +89,7 @@ pub struct SessionRegistry {
 impl std::fmt::Debug for SessionRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionRegistry")
-            .field("live", &relock(&self.live).len())
+            .field("live", &lock(&self.live).len())
             .field("store", &self.store)
             .field("config", &self.config)
             .finish_non_exhaustive()
@@ -99,7 +100,7 @@ impl Drop for SessionRegistry {
     fn drop(&mut self) {
         // Another registry (or process) may take these sessions over now.
         if let Some(store) = &self.store {
-            for id in relock(&self.live).keys() {
+            for id in lock(&self.live).keys() {
                 // The place is given back at once here (the future is
                 // dropped): a store that needs more does it on its own.
                 drop(store.release(id));
@@ -194,7 +195,7 @@ impl SessionRegistry {
             asked_model: request.model.model.clone(),
         };
         let live = {
-            let mut live = relock(&self.live);
+            let mut live = lock(&self.live);
             live.iter_mut()
                 .find(|(_, e)| e.meta.live_keys() == Some(&keys))
                 .map(|(id, e)| {
@@ -364,7 +365,7 @@ impl SessionRegistry {
     }
 
     fn insert(&self, meta: SessionMeta, session: ChatSession, saved: bool) {
-        relock(&self.live).insert(
+        lock(&self.live).insert(
             meta.id.clone(),
             Entry {
                 session,
@@ -379,7 +380,7 @@ impl SessionRegistry {
     /// ([`Entry::evictable`]) and is not busy when the registry is full.
     async fn make_room(&self) -> Result<(), RegistryError> {
         let victim = {
-            let live = relock(&self.live);
+            let live = lock(&self.live);
             if live.len() < self.config.max_live {
                 return Ok(());
             }
@@ -400,7 +401,7 @@ impl SessionRegistry {
     /// Drop a live session (its store keeps it) and give back its writer's
     /// place.
     async fn evict(&self, id: &SessionId) -> bool {
-        let removed = relock(&self.live).remove(id).is_some();
+        let removed = lock(&self.live).remove(id).is_some();
         if removed && let Some(store) = &self.store {
             store.release(id).await;
         }
@@ -416,12 +417,12 @@ impl SessionRegistry {
 
     /// Whether session `id` is live (without counting as a use).
     pub fn is_live(&self, id: &SessionId) -> bool {
-        relock(&self.live).contains_key(id)
+        lock(&self.live).contains_key(id)
     }
 
     /// The live session `id`; counts as a use (for idle eviction).
     pub fn get(&self, id: &SessionId) -> Option<ChatSession> {
-        let mut live = relock(&self.live);
+        let mut live = lock(&self.live);
         let entry = live.get_mut(id)?;
         entry.last_used = Instant::now();
         Some(entry.session.clone())
@@ -430,7 +431,7 @@ impl SessionRegistry {
     /// End session `id`: stop it, forget it, and delete it from the store.
     /// Returns whether it existed (live or stored).
     pub async fn end(&self, id: &SessionId) -> Result<bool, RegistryError> {
-        let entry = relock(&self.live).remove(id);
+        let entry = lock(&self.live).remove(id);
         if let Some(entry) = &entry {
             entry.session.stop_with_sub_agents();
         }
@@ -462,7 +463,7 @@ impl SessionRegistry {
 
     /// How many sessions are live.
     pub fn len(&self) -> usize {
-        relock(&self.live).len()
+        lock(&self.live).len()
     }
 
     /// Whether no session is live.
@@ -474,7 +475,7 @@ impl SessionRegistry {
     /// (busy ones, and ones whose sub-agents are at work, are not idle); returns how many.
     pub async fn evict_idle(&self) -> usize {
         let now = Instant::now();
-        let idle: Vec<SessionId> = relock(&self.live)
+        let idle: Vec<SessionId> = lock(&self.live)
             .iter()
             .filter(|(_, e)| {
                 e.evictable()

@@ -5,6 +5,7 @@
 
 mod browser_support;
 mod http_support;
+mod oauth_support;
 #[macro_use]
 mod session_support;
 #[macro_use]
@@ -13,9 +14,13 @@ mod tool_search_support;
 
 #[cfg(feature = "acp")]
 mod acp_backend;
+#[cfg(feature = "acp")]
+mod acp_models;
 mod approver;
 mod client_tools;
 mod context;
+mod delivery;
+mod engine_pool;
 mod events;
 mod fuzz_corpus;
 mod generation;
@@ -35,10 +40,13 @@ mod http_store;
 mod http_sub_agents;
 mod http_typed;
 mod locality;
+mod mcp_oauth;
 mod mcp_progress;
 mod mcp_prompts;
+mod mcp_python;
 mod mcp_questions;
 mod mcp_resources;
+mod mcp_sampling;
 mod memory_bound;
 mod prompt;
 mod registry;

@@ -112,8 +112,8 @@ async fn a_form_is_asked_checked_and_answered() {
             );
         }
         assert!(
-            !offered.iter().any(|n| n == "trigger-sampling-request"),
-            "sampling is not declared"
+            offered.iter().any(|n| n == "trigger-sampling-request"),
+            "sampling is declared: {offered:?}"
         );
 
         let chat = session(

@@ -10,7 +10,7 @@ use lrg_chat::tools::ToolClass;
 use tokio::sync::Mutex;
 
 use crate::input::Lines;
-use crate::printer::Style;
+use crate::style::Style;
 
 /// The note a denial carries when no one is there to answer.
 pub const NON_INTERACTIVE_NOTE: &str = "no one can approve in a non-interactive run";
@@ -64,6 +64,15 @@ fn reason_text(reason: &ApprovalReason, class: ToolClass) -> String {
         ApprovalReason::Bulk { targets, limit } => {
             format!("it is aimed at {targets} items, more than the bulk limit of {limit}")
         }
+        ApprovalReason::Sampling { mode } => {
+            let mode = serde_json::to_value(mode)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string));
+            format!(
+                "mode {} asks before a tool server uses the model",
+                mode.unwrap_or_default()
+            )
+        }
     }
 }
 
@@ -86,7 +95,7 @@ async fn ask(lines: &Mutex<Lines>, q: &ApprovalRequest, style: Style) -> Answer 
                 style.dim(&who),
                 style.bold("? allow"),
                 q.tool,
-                style.dim(&format!(" {}", crate::printer::clip(&args, 300))),
+                style.dim(&format!(" {}", crate::style::clip(&args, 300))),
                 reason_text(&q.reason, q.class),
             );
             for warning in &q.warnings {

@@ -13,9 +13,10 @@ use crate::cli::ChatArgs;
 use crate::exit::{CliError, Exit};
 use crate::input::{self, Lines, Message};
 use crate::line_editor::Completions;
-use crate::printer::{Format, Printer, Running, Style};
+use crate::printer::{Format, Printer, Running};
 use crate::setup::{self, SessionFlags};
 use crate::signals::CtrlC;
+use crate::style::Style;
 
 /// The chat's commands: `/help` lists them, Tab completes them.
 const COMMANDS: &[(&str, &str)] = &[
@@ -37,6 +38,32 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/help", "show this help"),
     ("/quit", "leave (or Ctrl-D)"),
 ];
+
+/// The slash commands the chat's agent (an ACP agent as the model) last
+/// said it takes; none for other models.
+fn agent_commands(session: &lrg_chat::ChatSession) -> Vec<lrg_chat::events::AgentCommand> {
+    session
+        .events()
+        .entries()
+        .iter()
+        .rev()
+        .find_map(|e| match &e.event {
+            lrg_chat::events::Event::AgentCommands { commands } => Some(commands.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `line` (`/name args`) names one of the agent's commands.
+fn is_agent_command(session: &lrg_chat::ChatSession, line: &str) -> bool {
+    let Some(name) = line
+        .strip_prefix('/')
+        .and_then(|l| l.split_whitespace().next())
+    else {
+        return false;
+    };
+    agent_commands(session).iter().any(|c| c.name == name)
+}
 
 /// What `/help` prints.
 fn help(editor: bool) -> String {
@@ -168,6 +195,17 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
             "" => continue,
             "/help" | "/?" => {
                 eprintln!("{}", help(editor));
+                let commands = agent_commands(&session);
+                if !commands.is_empty() {
+                    eprintln!("The agent's own commands (sent to it as typed):");
+                    for c in &commands {
+                        let name = match &c.hint {
+                            Some(hint) => format!("/{} {hint}", c.name),
+                            None => format!("/{}", c.name),
+                        };
+                        eprintln!("  {name:<8}  {}", c.description);
+                    }
+                }
                 continue;
             }
             "/quit" | "/exit" | "/q" => break,
@@ -196,6 +234,10 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
                 }
             }
             "/retry" => session.retry_last(),
+            // An agent that has a compact command of its own does it.
+            "/compact" if agent_commands(&session).iter().any(|c| c.name == "compact") => {
+                send_after_reactions(&session, line).await
+            }
             "/compact" => session.compact(),
             "/clear" => {
                 if let Err(e) = session.clear() {
@@ -203,6 +245,8 @@ pub async fn chat(args: ChatArgs) -> Result<Exit, CliError> {
                 }
                 continue;
             }
+            // The agent's own commands pass through as they were typed.
+            cmd if is_agent_command(&session, cmd) => send_after_reactions(&session, cmd).await,
             cmd if cmd.starts_with('/') && !cmd.contains(char::is_whitespace) => {
                 eprintln!("unknown command {cmd}; /help lists them");
                 continue;

@@ -5,8 +5,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod engine;
 mod flags;
 
+pub use engine::{EngineArgs, default_max_loaded_models};
 use flags::seconds;
 pub use flags::*;
 
@@ -26,8 +28,8 @@ pub fn model_help() -> String {
     format!(
         "Models (--model provider:model, default $LRG_MODEL, else the first local model found):\n{}\n  {:<28}  {}",
         lrg_providers::Provider::help_lines(),
-        "acp:'COMMAND ARGS'",
-        "an external ACP agent, which runs its own tools"
+        "acp:'COMMAND ARGS'[#MODEL]",
+        "an external ACP agent, which runs its own tools (#MODEL: one of its models)"
     )
 }
 
@@ -106,6 +108,9 @@ pub enum Command {
     /// List the price table turns are priced with (dollars per million tokens)
     #[command(after_help = EXIT_CODES)]
     Prices(PricesArgs),
+    /// Log in to and out of OAuth MCP servers, and list their login state
+    #[command(after_help = EXIT_CODES)]
+    Mcp(crate::mcp_auth::McpArgs),
 }
 
 /// `lrg prices`.

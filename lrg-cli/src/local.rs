@@ -17,9 +17,9 @@ mod llama {
     use std::sync::Arc;
 
     use futures::future::BoxFuture;
+    use lrg_providers::ProviderError;
     use lrg_providers::catalog::EngineLoader;
-    use lrg_providers::local_chat::LocalChatModel;
-    use lrg_providers::{ChatModel, ProviderError};
+    use lrg_providers::local_chat::{EngineSettings, LoadProgress, LocalEngine};
 
     /// Loads GGUF files, with the vision projector `--mmproj` names.
     pub struct Llama {
@@ -30,8 +30,11 @@ mod llama {
         fn load(
             &self,
             path: PathBuf,
-        ) -> BoxFuture<'static, Result<Arc<dyn ChatModel>, ProviderError>> {
+            settings: &EngineSettings,
+            progress: LoadProgress,
+        ) -> BoxFuture<'static, Result<Arc<dyn LocalEngine>, ProviderError>> {
             let mmproj = self.mmproj.clone();
+            let settings = settings.clone();
             Box::pin(async move {
                 if !path.is_file() {
                     return Err(ProviderError::Config {
@@ -40,35 +43,42 @@ mod llama {
                 }
                 // Loading reads the whole file: keep it off the async workers.
                 let engine = tokio::task::spawn_blocking(move || {
-                    let mut config = lrg_llama::LlamaConfig::new(path);
+                    let mut config = lrg_llama::LlamaConfig::new(path).with_settings(&settings);
                     if let Some(mmproj) = mmproj {
                         config = config.with_mmproj(mmproj);
                     }
-                    lrg_llama::LlamaEngine::load(config)
+                    lrg_llama::LlamaEngine::load_with_progress(config, progress)
                 })
                 .await
                 .map_err(|e| ProviderError::Config {
                     message: format!("loading failed: {e}"),
                 })??;
-                let model: Arc<dyn ChatModel> =
-                    Arc::new(LocalChatModel::new("llama", Arc::new(engine)));
-                Ok(model)
+                let engine: Arc<dyn LocalEngine> = Arc::new(engine);
+                Ok(engine)
             })
+        }
+
+        fn fingerprint(&self) -> String {
+            // With and without a projector are different engines.
+            self.mmproj
+                .as_ref()
+                .map(|p| format!("mmproj={}", p.display()))
+                .unwrap_or_default()
         }
     }
 }
 
-/// An MLX model directory as a chat model: mlx-lm in a Python sidecar,
-/// constrained to lrg's answer format.
+/// An MLX model directory as an engine: mlx-lm in a Python sidecar (one per
+/// loaded model, shared by its chats), constrained to lrg's answer format.
 #[cfg(feature = "mlx")]
 mod mlx {
     use std::path::PathBuf;
     use std::sync::Arc;
 
     use futures::future::BoxFuture;
+    use lrg_providers::ProviderError;
     use lrg_providers::catalog::EngineLoader;
-    use lrg_providers::local_chat::LocalChatModel;
-    use lrg_providers::{ChatModel, ProviderError};
+    use lrg_providers::local_chat::{EngineSettings, LoadProgress, LocalEngine};
 
     pub struct Mlx;
 
@@ -76,12 +86,14 @@ mod mlx {
         fn load(
             &self,
             path: PathBuf,
-        ) -> BoxFuture<'static, Result<Arc<dyn ChatModel>, ProviderError>> {
+            settings: &EngineSettings,
+            progress: LoadProgress,
+        ) -> BoxFuture<'static, Result<Arc<dyn LocalEngine>, ProviderError>> {
+            let config = lrg_mlx::MlxConfig::new(path).with_settings(settings);
             Box::pin(async move {
-                let engine = lrg_mlx::MlxEngine::start(lrg_mlx::MlxConfig::new(path)).await?;
-                let model: Arc<dyn ChatModel> =
-                    Arc::new(LocalChatModel::new("mlx", Arc::new(engine)));
-                Ok(model)
+                let engine = lrg_mlx::MlxEngine::start_with_progress(config, progress).await?;
+                let engine: Arc<dyn LocalEngine> = Arc::new(engine);
+                Ok(engine)
             })
         }
     }

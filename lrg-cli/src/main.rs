@@ -8,6 +8,7 @@
 mod out;
 
 mod acp;
+mod acp_agents;
 mod approve;
 mod chat;
 mod cli;
@@ -17,8 +18,10 @@ mod engines;
 mod exit;
 mod input;
 mod line_editor;
+mod load_bar;
 mod local;
 mod markdown;
+mod mcp_auth;
 mod mcp_prompts;
 mod models;
 mod prices;
@@ -34,8 +37,9 @@ mod serve;
 mod sessions;
 mod setup;
 mod signals;
+mod style;
+mod suite;
 mod telemetry;
-mod test;
 mod tools;
 
 use std::process::ExitCode;
@@ -89,10 +93,11 @@ fn main() -> ExitCode {
             Command::Sessions(args) => sessions::sessions(args).await,
             Command::Serve(args) => serve::serve(args).await,
             Command::DemoServer => demo_server::serve().await,
-            Command::Test(args) => test::test(args).await,
+            Command::Test(args) => suite::test(args).await,
             Command::Acp(args) => acp::acp(args).await,
             Command::Prompt(args) => prompt::prompt(args).await,
             Command::Prices(args) => prices::prices(args).await,
+            Command::Mcp(args) => mcp_auth::mcp(args).await,
         }
     });
     // Child MCP servers and blocking stdin readers must not keep us alive.

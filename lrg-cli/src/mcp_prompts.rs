@@ -44,7 +44,7 @@ pub async fn prompts(args: PromptsArgs) -> Result<Exit, CliError> {
         for p in &listing.items {
             out::line(usage_line(p));
             if let Some(d) = p.description.as_deref().and_then(|d| d.lines().next()) {
-                out::line(format_args!("    {}", crate::printer::clip(d, 100)));
+                out::line(format_args!("    {}", crate::style::clip(d, 100)));
             }
             for a in &p.arguments {
                 let need = if a.required { "required" } else { "optional" };

@@ -17,6 +17,7 @@ pub async fn models(args: ModelsArgs) -> Result<Exit, CliError> {
         tool_format: None,
         mmproj: None,
         model_timeout: None,
+        engine: Default::default(),
     };
     crate::out::print(catalog_table(&model_args, args.json).await);
     Ok(Exit::Replied)
@@ -32,14 +33,15 @@ pub async fn catalog_table(args: &ModelArgs, json: bool) -> String {
         .iter()
         .filter(|g| !args.local_only || g.locality != ModelLocation::Cloud)
         .collect();
+    let agents = crate::acp_agents::list(args).await;
     if json {
-        let out = serde_json::json!({ "providers": shown });
+        let out = serde_json::json!({ "providers": shown, "agents": agents });
         return format!(
             "{}\n",
             serde_json::to_string_pretty(&out).unwrap_or_default()
         );
     }
-    table(&shown)
+    table(&shown) + &crate::acp_agents::table(&agents)
 }
 
 fn locality(l: ModelLocation) -> &'static str {

@@ -11,46 +11,7 @@ use lrg_chat::{ApprovalRequest, ChatSession};
 
 use crate::approve::Approver;
 use crate::out;
-
-/// ANSI styling, on only when the stream is a terminal.
-#[derive(Debug, Clone, Copy)]
-pub struct Style {
-    /// Whether to emit escape codes.
-    pub ansi: bool,
-}
-
-impl Style {
-    /// Dimmed text (reasoning, arguments).
-    pub fn dim(self, text: &str) -> String {
-        self.wrap("2", text)
-    }
-
-    /// Bold text.
-    pub fn bold(self, text: &str) -> String {
-        self.wrap("1", text)
-    }
-
-    /// Red text (errors).
-    pub fn red(self, text: &str) -> String {
-        self.wrap("31", text)
-    }
-
-    fn wrap(self, code: &str, text: &str) -> String {
-        if self.ansi && !text.is_empty() {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
-    }
-}
-
-/// `text` cut to at most `max` characters, with an ellipsis when cut.
-pub fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
+use crate::style::{Style, clip};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +101,8 @@ struct Human {
     markdown: Option<crate::markdown::Blocks>,
     /// Which `tool_progress` events get a line.
     progress: crate::questions::ProgressLines,
+    /// A local model's reload before a turn.
+    loading: crate::load_bar::LoadBar,
 }
 
 /// Prints events and answers approval questions as they arrive.
@@ -171,6 +134,7 @@ impl Printer {
                 markdown: (format == Format::Plain && crate::markdown::wanted())
                     .then(crate::markdown::Blocks::default),
                 progress: Default::default(),
+                loading: Default::default(),
             }),
         };
         Self {
@@ -471,6 +435,10 @@ impl Output for Human {
                     }
                 );
             }
+            Event::ModelLoading { model, progress } => {
+                self.finish_line();
+                self.loading.update(model, *progress);
+            }
             event @ (Event::Question { .. }
             | Event::QuestionAnswered { .. }
             | Event::ServerLog { .. }
@@ -482,6 +450,60 @@ impl Output for Human {
                 if let Some(line) = crate::questions::render(event, err, &name) {
                     eprintln!("{line}");
                 }
+            }
+            Event::SamplingRequest {
+                server,
+                model,
+                messages,
+                max_tokens,
+                ..
+            } => {
+                self.finish_line();
+                let last = messages
+                    .last()
+                    .map(|m| clip(&m.text, 120))
+                    .unwrap_or_default();
+                eprintln!(
+                    "{} {} {}",
+                    err.bold("⇢"),
+                    err.dim(&format!(
+                        "{server} asks {model} ({} message(s), up to {max_tokens} tokens):",
+                        messages.len()
+                    )),
+                    err.dim(&format!("\"{last}\""))
+                );
+            }
+            Event::SamplingDone {
+                outcome,
+                text,
+                usage,
+                reason,
+                ..
+            } => {
+                self.finish_line();
+                let mut line = format!("sampling {}", outcome.as_str());
+                if let Some(text) = text {
+                    line.push_str(&format!(": \"{}\"", clip(text, 120)));
+                }
+                if let Some(u) = usage {
+                    line.push_str(&format!(
+                        " ({} + {} tokens)",
+                        u.prompt_tokens, u.completion_tokens
+                    ));
+                }
+                if let Some(reason) = reason {
+                    line.push_str(&format!(": {reason}"));
+                }
+                let answered = *outcome == lrg_chat::session::sampling::SamplingOutcome::Answered;
+                eprintln!(
+                    "{} {}",
+                    err.bold("⇠"),
+                    if answered {
+                        err.dim(&line)
+                    } else {
+                        err.red(&line)
+                    }
+                );
             }
             Event::ToolsFound { query, names } => {
                 self.finish_line();
@@ -502,6 +524,22 @@ impl Output for Human {
                     "{}",
                     err.dim(&format!("── switched from {from} to {to} ──"))
                 );
+            }
+            Event::AgentCommands { commands } => {
+                self.finish_line();
+                eprintln!("{}", err.dim(&agent_commands_line(commands)));
+            }
+            Event::Plan { entries } => {
+                self.finish_line();
+                eprintln!("{}", err.bold("plan:"));
+                for entry in entries {
+                    let mark = match entry.status {
+                        lrg_chat::events::PlanStatus::Completed => "✓",
+                        lrg_chat::events::PlanStatus::InProgress => "▸",
+                        _ => "○",
+                    };
+                    eprintln!("  {mark} {}", clip(&entry.content, 200));
+                }
             }
             Event::Permissions {
                 saved: false,
@@ -626,4 +664,14 @@ impl Running {
             printer.finish_line();
         }
     }
+}
+
+/// The line that tells the agent's slash commands (also what `/help` in
+/// `lrg chat` lists).
+pub(crate) fn agent_commands_line(commands: &[lrg_chat::events::AgentCommand]) -> String {
+    if commands.is_empty() {
+        return "the agent takes no slash commands".to_owned();
+    }
+    let names: Vec<String> = commands.iter().map(|c| format!("/{}", c.name)).collect();
+    format!("the agent takes: {}", names.join(", "))
 }

@@ -176,7 +176,7 @@ fn print_text(preview: &PromptPreview) {
             "  {:width$}  {:<11}  {}",
             tool.name,
             class,
-            crate::printer::clip(&tool.description, 80)
+            crate::style::clip(&tool.description, 80)
         ));
     }
 }

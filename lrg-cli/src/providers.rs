@@ -21,8 +21,11 @@ fn non_empty(s: Option<&str>) -> Option<String> {
 /// `provider` (a server the user runs; a cloud's address comes from its env
 /// var), or, with no model chosen, to every server provider.
 pub fn connections(args: &ModelArgs, provider: Option<Provider>) -> Connections {
-    let mut connections =
-        crate::local::with_engines(Connections::from_env(), args.mmproj.as_deref());
+    args.engine.configure_pool();
+    let mut connections = args.engine.apply(crate::local::with_engines(
+        Connections::from_env(),
+        args.mmproj.as_deref(),
+    ));
     if let Some(mode) = args.tool_format {
         connections = connections.with_tool_mode(mode);
     }
@@ -54,8 +57,8 @@ pub async fn connect(
     if let Some(missing) = crate::local::missing_engine(model_ref) {
         return Err(missing);
     }
-    connections(args, Some(model_ref.provider))
-        .connect(model_ref)
+    let connections = connections(args, Some(model_ref.provider));
+    crate::load_bar::while_connecting(connections.engine_pool(), connections.connect(model_ref))
         .await
         .map_err(|e| usage!("--model {model_ref}: {e}"))
 }

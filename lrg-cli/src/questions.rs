@@ -17,7 +17,7 @@ use tokio::sync::Mutex;
 
 use crate::exit::CliError;
 use crate::input::Lines;
-use crate::printer::{Style, clip};
+use crate::style::{Style, clip};
 use crate::usage;
 
 /// The reason a question gets when no one can answer it.

@@ -3,7 +3,7 @@
 
 use lrg_providers::{Message, Role};
 
-use crate::printer::{Style, clip};
+use crate::style::{Style, clip};
 
 /// How many exchanges (a message and its reply) are shown again.
 pub const EXCHANGES: usize = 3;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use lrg_chat::acp::AcpBackend;
 use lrg_providers::record::{RecordingModel, ReplayModel};
-use lrg_providers::{ChatModel, ModelRef, Provider, ScriptedModel};
+use lrg_providers::{AcpModelId, ChatModel, ModelRef, Provider, ScriptedModel};
 
 use crate::cli::ModelArgs;
 use crate::exit::CliError;
@@ -31,8 +31,9 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
         Some(id) => id.to_string(),
         None => crate::providers::default_model(args).await?,
     };
-    if let Some(command) = id.strip_prefix("acp:") {
-        let mut words = shell_words::split(command).map_err(|e| usage!("--model {id:?}: {e}"))?;
+    // `acp:COMMAND#MODEL`: the agent's model after the last unquoted `#`.
+    if let Some(AcpModelId { command, model }) = AcpModelId::parse(&id) {
+        let mut words = shell_words::split(&command).map_err(|e| usage!("--model {id:?}: {e}"))?;
         // As in --mcp, `lrg` is this very binary.
         if words.first().is_some_and(|w| w == "lrg") {
             words[0] = crate::tools::this_binary()?;
@@ -40,7 +41,7 @@ pub async fn resolve(args: &ModelArgs, record: Option<&Path>) -> Result<Resolved
         let cwd = std::env::current_dir()
             .map_err(|e| usage!("--model {id}: no working directory for the agent: {e}"))?;
         let model: Arc<dyn ChatModel> =
-            Arc::new(AcpBackend::new(words, cwd).map_err(|e| usage!("{e}"))?);
+            Arc::new(AcpBackend::on_model(words, cwd, model).map_err(|e| usage!("{e}"))?);
         return Ok(Resolved {
             model: recorded(model, record)?,
             replay: None,

@@ -134,7 +134,7 @@ fn ended(args: &RunArgs, ready: &setup::Ready, outcome: TurnOutcome) -> Result<E
                 "the answer never matched the JSON Schema in {}: {}\nits last answer: {}",
                 file.display(),
                 errors.join("; "),
-                crate::printer::clip(text.trim(), 500)
+                crate::style::clip(text.trim(), 500)
             )))
         }
         // The error was shown as an event (stderr, or a JSON line).

@@ -56,6 +56,8 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
             args.bind
         ));
     }
+    // One model in memory unless --max-loaded-models says otherwise.
+    crate::cli::default_max_loaded_models(1);
     let (agent_token, token_file) = agent_token()?;
     let model = match args.model.model.as_deref().map(str::trim) {
         Some(m) if !m.is_empty() => m.to_string(),
@@ -136,6 +138,7 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
             local_only: model_args.local_only,
             mmproj: model_args.mmproj.clone(),
             model_timeout: model_args.model_timeout,
+            engine: model_args.engine,
         };
         Box::pin(async move {
             resolve_on_blocking_thread(model_args)
@@ -149,6 +152,12 @@ pub async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     // Served chats get only the roots --root names, never the current directory.
     .roots(crate::tools::explicit_roots(&args.tools)?)
     .hooks(crate::config_file::hooks()?);
+    // Servers logged in to with `lrg mcp login`; one that needs a login
+    // shows on the page with that command.
+    let opener = match crate::mcp_auth::token_store() {
+        Some(store) => opener.token_store(store),
+        None => opener,
+    };
     let menu = CliMenu {
         args: args.model.clone(),
         served,
@@ -389,7 +398,8 @@ impl ModelMenu for CliMenu {
                         for m in &p.models {
                             let mut entry =
                                 MenuEntry::available(p.provider.as_str(), &m.model, m.locality)
-                                    .with_context_window(m.context_window);
+                                    .with_context_window(m.context_window)
+                                    .with_loaded(m.loaded);
                             if let Some(host) = &m.sends_to {
                                 entry = entry.with_sends_to(host);
                             }
@@ -404,6 +414,11 @@ impl ModelMenu for CliMenu {
                     )),
                 }
             }
+            let args = self.args.clone();
+            let agents =
+                on_blocking_thread(move || async move { crate::acp_agents::list(&args).await })
+                    .await;
+            entries.extend(crate::acp_agents::menu_entries(&agents.unwrap_or_default()));
             // What can be used first; the page folds the rest away.
             entries.sort_by_key(|e| !e.available);
             let groups = MenuGroup::group(entries);

@@ -106,6 +106,10 @@ pub async fn host(args: &ToolArgs, strict: bool) -> Result<Arc<ToolHost>, CliErr
         options.max_result_bytes = max;
     }
     let host = Arc::new(ToolHost::with_options(options));
+    // Servers logged in to with `lrg mcp login` get their tokens.
+    if let Some(store) = crate::mcp_auth::token_store() {
+        host.set_token_store(store);
+    }
     // Set before the servers start: each asks for them as it connects.
     host.set_roots(roots(args)?).await;
     let config = servers(args)?;
@@ -319,7 +323,7 @@ fn print_table(rows: &[Value], with_schema: bool) {
             s(r, "class"),
             s(r, "permission"),
             s(r, "because"),
-            crate::printer::clip(desc, 80)
+            crate::style::clip(desc, 80)
         ));
         if with_schema {
             let schema = serde_json::to_string_pretty(&r["schema"]).unwrap_or_default();

@@ -70,6 +70,7 @@ async fn first_token(
     schema: &serde_json::Value,
 ) -> Duration {
     let turn = EngineTurn {
+        sequence: lrg_providers::local_chat::SequenceId(0),
         messages: messages.to_vec(),
         schema: schema.clone(),
         max_tokens: 1,

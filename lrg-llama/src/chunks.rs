@@ -129,6 +129,14 @@ impl Chunks {
         self.chunks.iter().map(Chunk::positions).sum()
     }
 
+    /// The hashes of the images, in order.
+    pub fn image_hashes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.chunks.iter().filter_map(|c| match c {
+            Chunk::Image { hash, .. } => Some(*hash),
+            Chunk::Text(_) => None,
+        })
+    }
+
     /// The text tokens when there is no image.
     pub fn text_only(&self) -> Option<Vec<i32>> {
         let mut out = Vec::new();

@@ -3,8 +3,15 @@
 //! [`LlamaEngine`] implements [`lrg_providers::local_chat::LocalEngine`] on
 //! llama.cpp (through `llama-cpp-2`): one worker thread owns the model and its
 //! context, every answer is constrained by an llguidance grammar compiled from
-//! the turn's JSON Schema, and the KV cache is kept between turns so a turn
-//! evaluates only what follows the longest prefix it shares with the last one.
+//! the turn's JSON Schema, and each chat's KV cache is kept between its turns
+//! so a turn evaluates only what follows the longest prefix it shares with
+//! the chat's last one.
+//!
+//! One engine serves many chats: the context has [`LlamaConfig::n_seq_max`]
+//! slots, turns of different chats decode together in one batch per step,
+//! and a chat that lost its slot to others has its KV state saved to host
+//! memory (within [`LlamaConfig::kv_cache_mem`]) and restored on its next
+//! turn.
 //!
 //! With a vision projector ([`LlamaConfig::with_mmproj`]) the model sees the
 //! images of user messages and tool results, through llama.cpp's multimodal

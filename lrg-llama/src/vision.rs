@@ -18,8 +18,9 @@ use lrg_providers::{Image, ProviderError};
 /// already decoded and split into chunks, by the hash of their bytes.
 pub(crate) struct Vision {
     ctx: MtmdContext,
-    /// Images of the last prompt; a conversation sends the same ones again
-    /// each turn, so each is decoded once.
+    /// Images of the prompts in flight and of what the slots hold; a
+    /// conversation sends the same ones again each turn, so each is decoded
+    /// once.
     images: HashMap<u64, MtmdInputChunks>,
 }
 
@@ -83,19 +84,18 @@ impl Vision {
     }
 
     /// Decodes and chunks `images` (those of one prompt, in order), reusing
-    /// the ones the last prompt had; forgets the others.
+    /// the ones already decoded; [`Vision::retain`] forgets the others.
     ///
     /// # Errors
     /// `BadRequest` naming the image when llama.cpp cannot decode it or
     /// prepare it for this model.
     pub fn prepare(&mut self, images: &[&Image]) -> Result<Vec<ImageChunk>, ProviderError> {
-        let mut fresh = HashMap::with_capacity(images.len());
         let mut out = Vec::with_capacity(images.len());
         for (i, image) in images.iter().enumerate() {
             let hash = hash_bytes(&image.data);
-            let chunks = match (fresh.remove(&hash), self.images.remove(&hash)) {
-                (Some(c), _) | (None, Some(c)) => c,
-                (None, None) => self.chunk(image).map_err(|why| ProviderError::BadRequest {
+            let chunks = match self.images.remove(&hash) {
+                Some(c) => c,
+                None => self.chunk(image).map_err(|why| ProviderError::BadRequest {
                     message: format!(
                         "image {} of the conversation ({}, {} bytes) {why}",
                         i + 1,
@@ -109,10 +109,16 @@ impl Vision {
                 tokens: u32::try_from(chunks.total_tokens()).unwrap_or(u32::MAX),
                 positions: u32::try_from(chunks.total_positions()).unwrap_or(u32::MAX),
             });
-            fresh.insert(hash, chunks);
+            self.images.insert(hash, chunks);
         }
-        self.images = fresh;
         Ok(out)
+    }
+
+    /// Forgets the decoded images whose hashes `keep` does not name. Several
+    /// conversations share the engine, so the worker keeps those its slots
+    /// hold or its running turns will evaluate.
+    pub fn retain(&mut self, keep: &std::collections::HashSet<u64>) {
+        self.images.retain(|hash, _| keep.contains(hash));
     }
 
     /// One image alone, as chunks: the model's begin tokens, the image, its

@@ -333,6 +333,7 @@ async fn cancel_stops_within_one_token() {
                     }
                 }
                 EngineEvent::Done { usage, stop } => return (usage, stop, at_cancel.unwrap()),
+                _ => {}
             }
         }
         panic!("no Done");

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use lrg_providers::local_chat::{DEFAULT_KV_CACHE_MEM, DEFAULT_PARALLEL, EngineSettings};
+
 /// Env var naming the Python interpreter that runs the sidecar (one that can
 /// import `mlx`, `mlx_lm` and `llguidance`, e.g. a venv's `bin/python`).
 pub const PYTHON_ENV: &str = "LRG_MLX_PYTHON";
@@ -32,6 +34,12 @@ pub struct MlxConfig {
     pub read_timeout: Duration,
     /// Extra environment for the sidecar process.
     pub env: Vec<(String, String)>,
+    /// Chats whose prompt caches the sidecar always keeps (default
+    /// [`DEFAULT_PARALLEL`]).
+    pub parallel: usize,
+    /// Bytes of prompt caches kept past `parallel`; the least recently used
+    /// chat's cache is dropped beyond it (default [`DEFAULT_KV_CACHE_MEM`]).
+    pub kv_cache_mem: u64,
 }
 
 impl MlxConfig {
@@ -57,7 +65,17 @@ impl MlxConfig {
             startup_timeout: Self::DEFAULT_STARTUP_TIMEOUT,
             read_timeout: Self::DEFAULT_READ_TIMEOUT,
             env: Vec::new(),
+            parallel: DEFAULT_PARALLEL,
+            kv_cache_mem: DEFAULT_KV_CACHE_MEM,
         }
+    }
+
+    /// Takes the slots (`parallel`) and cache budget of an engine pool's
+    /// settings.
+    pub fn with_settings(mut self, settings: &EngineSettings) -> Self {
+        self.parallel = settings.parallel.max(1);
+        self.kv_cache_mem = settings.kv_cache_mem;
+        self
     }
 
     /// Sets the Python interpreter.

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
-use lrg_providers::local_chat::{EngineEvent, EngineMessage, EngineStop, EngineTurn, LocalEngine};
+use lrg_providers::local_chat::{
+    EngineEvent, EngineMessage, EngineStop, EngineTurn, KvReuse, LoadProgress, LocalEngine,
+    SequenceId,
+};
 use lrg_providers::{ProviderError, Usage};
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -46,9 +49,12 @@ pub struct MlxStats {
 
 /// An MLX model behind the [`LocalEngine`] trait, run by a Python sidecar.
 ///
-/// The sidecar (`lrg_mlx_sidecar`, mlx-lm constrained by llguidance) keeps the
-/// prompt cache and the compiled grammar between turns; turns run one at a
-/// time. If it dies or misbehaves, the turn in flight fails with a clear error
+/// The sidecar (`lrg_mlx_sidecar`, mlx-lm constrained by llguidance) keeps a
+/// prompt cache per chat ([`EngineTurn::sequence`]) and the compiled grammar
+/// between turns; turns run one at a time. One engine (one sidecar) serves
+/// every chat on its model through the engine pool
+/// ([`lrg_providers::local_chat::pool`]); [`LocalEngine::release`] frees a
+/// chat's cache. If it dies or misbehaves, the turn in flight fails with a clear error
 /// and the next turn starts a new one. Dropping the engine stops it.
 ///
 /// The sidecar runs text models: each image of a turn reaches the model as a
@@ -89,7 +95,19 @@ impl MlxEngine {
     /// another protocol version; `Other` when it is not ready within
     /// [`MlxConfig::startup_timeout`].
     pub async fn start(config: MlxConfig) -> Result<Self, ProviderError> {
-        let (sidecar, info) = Sidecar::start(&config).await?;
+        Self::start_with_progress(config, LoadProgress::ignore()).await
+    }
+
+    /// As [`MlxEngine::start`], reporting the sidecar's load steps (0 to 1)
+    /// to `progress`.
+    ///
+    /// # Errors
+    /// As for [`MlxEngine::start`].
+    pub async fn start_with_progress(
+        config: MlxConfig,
+        progress: LoadProgress,
+    ) -> Result<Self, ProviderError> {
+        let (sidecar, info) = Sidecar::start(&config, &progress).await?;
         tracing::debug!(?info, "MLX sidecar ready");
         Ok(Self {
             inner: Arc::new(Inner {
@@ -218,7 +236,7 @@ impl Inner {
         slot: &'a mut Option<Sidecar>,
     ) -> Result<&'a mut Sidecar, ProviderError> {
         if slot.is_none() {
-            let (sidecar, info) = Sidecar::start(&self.config).await?;
+            let (sidecar, info) = Sidecar::start(&self.config, &LoadProgress::ignore()).await?;
             if info.model != self.info.model {
                 tracing::warn!(was = ?self.info.model, now = ?info.model, "the restarted MLX sidecar reports another model");
             }
@@ -272,6 +290,7 @@ impl Inner {
 fn skip_stale(current: u64, reply: &Reply) -> Result<(), ProviderError> {
     match reply {
         Reply::Progress { id }
+        | Reply::Prefilled { id, .. }
         | Reply::Delta { id, .. }
         | Reply::Done { id, .. }
         | Reply::Tokens { id, .. }
@@ -295,6 +314,33 @@ impl LocalEngine for MlxEngine {
 
     fn context_window(&self) -> u32 {
         self.inner.info.model.context_window
+    }
+
+    fn slots(&self) -> usize {
+        self.inner.config.parallel
+    }
+
+    fn release(&self, sequence: SequenceId) {
+        // After any running turn, and only to a running sidecar: a new one
+        // holds no cache to free.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let inner = self.inner.clone();
+        runtime.spawn(async move {
+            let mut slot = inner.slot.lock().await;
+            if let Some(sidecar) = slot.as_mut()
+                && sidecar
+                    .send(&Request::Release {
+                        sequence: sequence.0,
+                    })
+                    .await
+                    .is_err()
+            {
+                // Gone: the next turn starts a new one.
+                *slot = None;
+            }
+        });
     }
 
     fn generate(
@@ -339,6 +385,7 @@ async fn run_turn(
         sidecar
             .send(&Request::Generate {
                 id,
+                sequence: turn.sequence.0,
                 messages: wire_messages(&turn.messages),
                 schema: &turn.schema,
                 max_tokens: turn.max_tokens,
@@ -383,6 +430,19 @@ async fn stream_replies(
         };
         match reply {
             Reply::Progress { id: rid } if rid == id => {}
+            Reply::Prefilled {
+                id: rid,
+                kept,
+                restored,
+                evaluated,
+                dropped,
+            } if rid == id => {
+                let kv = KvReuse::new(kept, restored, evaluated).with_dropped(dropped);
+                if !cancel_sent && events.send(Ok(EngineEvent::Prefill { kv })).await.is_err() {
+                    sidecar.send(&Request::Cancel { id }).await?;
+                    cancel_sent = true;
+                }
+            }
             Reply::Delta { id: rid, text } if rid == id => {
                 if !cancel_sent && events.send(Ok(EngineEvent::Delta { text })).await.is_err() {
                     sidecar.send(&Request::Cancel { id }).await?;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The protocol version this crate speaks; a sidecar saying another is refused.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// How much of an unreadable line an error quotes.
 const QUOTE_CHARS: usize = 120;
@@ -20,6 +20,8 @@ const QUOTE_CHARS: usize = 120;
 pub(crate) enum Request<'a> {
     Generate {
         id: u64,
+        /// The chat whose prompt cache the turn continues.
+        sequence: u64,
         messages: Vec<WireMessage<'a>>,
         schema: &'a Value,
         max_tokens: u32,
@@ -40,6 +42,10 @@ pub(crate) enum Request<'a> {
     },
     ClearCache {
         id: u64,
+    },
+    /// The chat is gone: free its prompt cache (no reply).
+    Release {
+        sequence: u64,
     },
     Shutdown,
 }
@@ -92,6 +98,10 @@ impl Request<'_> {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum Reply {
+    /// While the model loads, before `ready`.
+    Loading {
+        progress: f32,
+    },
     Ready(Box<SidecarInfo>),
     Fatal {
         kind: FatalKind,
@@ -101,6 +111,16 @@ pub(crate) enum Reply {
     },
     Progress {
         id: u64,
+    },
+    /// The prompt is in the cache: how it got there.
+    Prefilled {
+        id: u64,
+        kept: u32,
+        #[serde(default)]
+        restored: u32,
+        evaluated: u32,
+        #[serde(default)]
+        dropped: bool,
     },
     Delta {
         id: u64,
@@ -299,6 +319,7 @@ mod tests {
         }];
         let line = Request::Generate {
             id: 7,
+            sequence: 2,
             messages: wire_messages(&msgs),
             schema: &schema,
             max_tokens: 10,

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lrg_providers::ProviderError;
+use lrg_providers::local_chat::LoadProgress;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
@@ -51,7 +52,10 @@ impl Sidecar {
     /// its packages or the sidecar package are missing, the model does not
     /// load, or the sidecar speaks another protocol; `Other` when it does not
     /// become ready within the startup timeout or exits first.
-    pub(crate) async fn start(config: &MlxConfig) -> Result<(Self, SidecarInfo), ProviderError> {
+    pub(crate) async fn start(
+        config: &MlxConfig,
+        progress: &LoadProgress,
+    ) -> Result<(Self, SidecarInfo), ProviderError> {
         if !config.model_dir.join("config.json").is_file() {
             return Err(ProviderError::ModelNotFound {
                 message: format!(
@@ -65,7 +69,11 @@ impl Sidecar {
         cmd.arg("-m")
             .arg("lrg_mlx_sidecar")
             .arg("--model")
-            .arg(&config.model_dir);
+            .arg(&config.model_dir)
+            .arg("--parallel")
+            .arg(config.parallel.to_string())
+            .arg("--kv-cache-mem")
+            .arg(config.kv_cache_mem.to_string());
         // The sidecar is Python running mlx-lm: it needs its interpreter's
         // and the model caches' variables, never the keys of this process
         // (the base set of lrg_providers::child_env plus these).
@@ -127,38 +135,22 @@ impl Sidecar {
             python,
             in_flight: None,
         };
-        let info = sidecar.handshake(config).await?;
+        let info = sidecar.handshake(config, progress).await?;
         Ok((sidecar, info))
     }
 
-    async fn handshake(&mut self, config: &MlxConfig) -> Result<SidecarInfo, ProviderError> {
-        let line = match tokio::time::timeout(config.startup_timeout, self.stdout.next_line()).await
-        {
-            Err(_) => {
-                return Err(ProviderError::Other {
-                    message: self.with_tail(format!(
-                        "the MLX sidecar did not become ready within {}s (loading {})",
-                        config.startup_timeout.as_secs(),
-                        config.model_dir.display()
-                    )),
-                });
-            }
-            Ok(Ok(Some(line))) => line,
-            Ok(Ok(None)) => {
-                let hint = if config.sidecar_dir.is_none() {
-                    " (is the sidecar package installed? `pip install lrg-mlx/sidecar` from lrg's \
-                     source tree)"
-                } else {
-                    ""
-                };
-                return Err(ProviderError::Config {
-                    message: format!("{}{hint}", self.exited("before it was ready").await),
-                });
-            }
-            Ok(Err(e)) => {
-                return Err(ProviderError::Protocol {
-                    message: format!("cannot read the MLX sidecar's output: {e}"),
-                });
+    async fn handshake(
+        &mut self,
+        config: &MlxConfig,
+        progress: &LoadProgress,
+    ) -> Result<SidecarInfo, ProviderError> {
+        // The whole load, its progress lines included, within the timeout.
+        let deadline = tokio::time::Instant::now() + config.startup_timeout;
+        let line = loop {
+            let line = self.startup_line(config, deadline).await?;
+            match protocol::decode(&line) {
+                Ok(Reply::Loading { progress: done }) => progress.report(done),
+                _ => break line,
             }
         };
         match protocol::decode_first(&line)? {
@@ -190,6 +182,44 @@ impl Sidecar {
                 message: format!("the MLX sidecar began with {other:?} instead of ready"),
             }),
         }
+    }
+
+    /// One line of the sidecar's start, by `deadline`.
+    async fn startup_line(
+        &mut self,
+        config: &MlxConfig,
+        deadline: tokio::time::Instant,
+    ) -> Result<String, ProviderError> {
+        Ok(
+            match tokio::time::timeout_at(deadline, self.stdout.next_line()).await {
+                Err(_) => {
+                    return Err(ProviderError::Other {
+                        message: self.with_tail(format!(
+                            "the MLX sidecar did not become ready within {}s (loading {})",
+                            config.startup_timeout.as_secs(),
+                            config.model_dir.display()
+                        )),
+                    });
+                }
+                Ok(Ok(Some(line))) => line,
+                Ok(Ok(None)) => {
+                    let hint = if config.sidecar_dir.is_none() {
+                        " (is the sidecar package installed? `pip install lrg-mlx/sidecar` from lrg's \
+                     source tree)"
+                    } else {
+                        ""
+                    };
+                    return Err(ProviderError::Config {
+                        message: format!("{}{hint}", self.exited("before it was ready").await),
+                    });
+                }
+                Ok(Err(e)) => {
+                    return Err(ProviderError::Protocol {
+                        message: format!("cannot read the MLX sidecar's output: {e}"),
+                    });
+                }
+            },
+        )
     }
 
     /// The process id, while it runs.

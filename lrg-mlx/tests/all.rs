@@ -8,5 +8,6 @@ mod common;
 mod engine;
 mod faults;
 mod real_model;
+mod sequences;
 mod tool_habit;
 mod typed;

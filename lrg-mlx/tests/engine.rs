@@ -218,6 +218,7 @@ async fn cancel_stops_within_one_token_and_the_next_turn_works() {
                     }
                 }
                 EngineEvent::Done { stop, .. } => return stop,
+                _ => {}
             }
         }
         panic!("no Done");
@@ -237,6 +238,10 @@ async fn cancel_stops_within_one_token_and_the_next_turn_works() {
         turn(messages.clone(), long_note_schema(), 2, 1.0, 2000),
         CancellationToken::new(),
     );
+    assert!(matches!(
+        tokio::time::timeout(STEP, dropped.next()).await.unwrap(),
+        Some(Ok(EngineEvent::Prefill { .. }))
+    ));
     assert!(matches!(
         tokio::time::timeout(STEP, dropped.next()).await.unwrap(),
         Some(Ok(EngineEvent::Delta { .. }))
@@ -273,6 +278,7 @@ async fn a_killed_sidecar_fails_the_turn_clearly_and_the_next_turn_works() {
                 }
                 Ok(EngineEvent::Delta { .. }) => {}
                 Ok(EngineEvent::Done { .. }) => panic!("the turn finished despite the kill"),
+                Ok(_) => {}
                 Err(e) => return e,
             }
         }

@@ -15,7 +15,7 @@ use lrg_providers::ProviderError;
 use lrg_providers::local_chat::{EngineRole, EngineStop, LocalEngine};
 use serde_json::json;
 
-const READY: &str = r#"{"type":"ready","protocol":1,"sidecar":"0.1.0","versions":{"python":"3","mlx":"0","mlx_lm":"0","llguidance":"1.9"},"device":"cpu","model":{"name":"fake","context_window":4096,"context_window_source":"config","vocab_size":10,"trimmable_cache":true}}"#;
+const READY: &str = r#"{"type":"ready","protocol":2,"sidecar":"0.1.0","versions":{"python":"3","mlx":"0","mlx_lm":"0","llguidance":"1.9"},"device":"cpu","model":{"name":"fake","context_window":4096,"context_window_source":"config","vocab_size":10,"trimmable_cache":true}}"#;
 
 /// Reads a generate request and sets `$id` to its id.
 const READ_ID: &str =
@@ -165,13 +165,13 @@ async fn a_silent_sidecar_times_out_instead_of_hanging() {
 async fn another_protocol_version_is_refused_by_name() {
     let fake = Fake::new(&format!(
         "echo '{}'; sleep 60",
-        READY.replace("\"protocol\":1", "\"protocol\":2")
+        READY.replace("\"protocol\":2", "\"protocol\":1")
     ));
     let err = fake.start().await.unwrap_err();
     let ProviderError::Config { message } = &err else {
         panic!("{err:?}")
     };
-    assert!(message.contains("speaks protocol 2"), "{message}");
+    assert!(message.contains("speaks protocol 1"), "{message}");
 }
 
 #[tokio::test]

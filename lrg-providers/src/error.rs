@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 /// Why a model turn failed.
 ///
 /// [`ProviderError::is_transient`] tells the caller whether to retry (see
@@ -91,18 +93,104 @@ impl ProviderError {
         }
     }
 
-    /// A short machine-readable name of the variant, for events and logs.
-    pub fn kind(&self) -> &'static str {
+    /// Which variant it is, for events, logs and recordings
+    /// ([`ProviderErrorKind::as_str`] is its wire name).
+    pub fn kind(&self) -> ProviderErrorKind {
         match self {
-            Self::Transient { .. } => "transient",
-            Self::Auth { .. } => "auth",
-            Self::BadRequest { .. } => "bad_request",
-            Self::ContextOverflow { .. } => "context_overflow",
-            Self::ModelNotFound { .. } => "model_not_found",
-            Self::Unsupported { .. } => "unsupported",
-            Self::Config { .. } => "config",
-            Self::Protocol { .. } => "protocol",
-            Self::Other { .. } => "other",
+            Self::Transient { .. } => ProviderErrorKind::Transient,
+            Self::Auth { .. } => ProviderErrorKind::Auth,
+            Self::BadRequest { .. } => ProviderErrorKind::BadRequest,
+            Self::ContextOverflow { .. } => ProviderErrorKind::ContextOverflow,
+            Self::ModelNotFound { .. } => ProviderErrorKind::ModelNotFound,
+            Self::Unsupported { .. } => ProviderErrorKind::Unsupported,
+            Self::Config { .. } => ProviderErrorKind::Config,
+            Self::Protocol { .. } => ProviderErrorKind::Protocol,
+            Self::Other { .. } => ProviderErrorKind::Other,
         }
+    }
+
+    /// What happened, without the prefix [`Display`](std::fmt::Display)
+    /// puts before it ("authentication failed: ", ...).
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Transient { message, .. }
+            | Self::Auth { message }
+            | Self::BadRequest { message }
+            | Self::ContextOverflow { message }
+            | Self::ModelNotFound { message }
+            | Self::Unsupported { message }
+            | Self::Config { message }
+            | Self::Protocol { message }
+            | Self::Other { message } => message,
+        }
+    }
+
+    /// An error of `kind` saying `message` (a transient one without a retry
+    /// hint): what a recording or a remote report turns back into an error.
+    pub fn of_kind(kind: ProviderErrorKind, message: impl Into<String>) -> Self {
+        let message = message.into();
+        match kind {
+            ProviderErrorKind::Transient => Self::transient(message),
+            ProviderErrorKind::Auth => Self::Auth { message },
+            ProviderErrorKind::BadRequest => Self::BadRequest { message },
+            ProviderErrorKind::ContextOverflow => Self::ContextOverflow { message },
+            ProviderErrorKind::ModelNotFound => Self::ModelNotFound { message },
+            ProviderErrorKind::Unsupported => Self::Unsupported { message },
+            ProviderErrorKind::Config => Self::Config { message },
+            ProviderErrorKind::Protocol => Self::Protocol { message },
+            ProviderErrorKind::Other => Self::Other { message },
+        }
+    }
+}
+
+/// The variants of [`ProviderError`] by name: the one list of them, which
+/// events (`lrg_chat::ErrorKind`), recordings and logs use. Serialized in
+/// `snake_case` (`"context_overflow"`); a name this build does not know
+/// (a newer lrg wrote it) reads as [`ProviderErrorKind::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ProviderErrorKind {
+    /// [`ProviderError::Transient`].
+    Transient,
+    /// [`ProviderError::Auth`].
+    Auth,
+    /// [`ProviderError::BadRequest`].
+    BadRequest,
+    /// [`ProviderError::ContextOverflow`].
+    ContextOverflow,
+    /// [`ProviderError::ModelNotFound`].
+    ModelNotFound,
+    /// [`ProviderError::Unsupported`].
+    Unsupported,
+    /// [`ProviderError::Config`].
+    Config,
+    /// [`ProviderError::Protocol`].
+    Protocol,
+    /// [`ProviderError::Other`], and any name this build does not know.
+    #[serde(other)]
+    Other,
+}
+
+impl ProviderErrorKind {
+    /// Its wire name (`transient`, `auth`, `bad_request`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Transient => "transient",
+            Self::Auth => "auth",
+            Self::BadRequest => "bad_request",
+            Self::ContextOverflow => "context_overflow",
+            Self::ModelNotFound => "model_not_found",
+            Self::Unsupported => "unsupported",
+            Self::Config => "config",
+            Self::Protocol => "protocol",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }

@@ -15,7 +15,7 @@ mod overflow;
 mod paging;
 mod scripted;
 mod secret;
-mod text;
+pub mod text;
 
 pub mod child_env;
 #[doc(hidden)]
@@ -42,7 +42,7 @@ pub mod ollama;
 pub mod openai;
 pub mod responses;
 
-pub use error::ProviderError;
+pub use error::{ProviderError, ProviderErrorKind};
 pub use generation::{GenerationSettings, InvalidSetting};
 pub use message::{
     Image, Message, NativePart, Part, Role, ToolAnnotations, ToolCall, ToolResult, ToolSpec,
@@ -52,7 +52,7 @@ pub use model::{
     AssistantTurn, ChatModel, ModelInfo, ModelLocation, StopReason, TurnEvent, TurnRequest,
     TurnStream, Usage, collect_turn,
 };
-pub use model_ref::{ModelRef, ModelRefError, Provider};
+pub use model_ref::{ACP_PREFIX, AcpModelId, ModelRef, ModelRefError, Provider};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedCall, ScriptedError, ScriptedModel, ScriptedTurn};
 pub use secret::ApiKey;

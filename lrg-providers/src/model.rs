@@ -278,6 +278,12 @@ pub enum TurnEvent {
         /// More of the arguments' JSON text.
         arguments_fragment: String,
     },
+    /// The model is being loaded before the turn can start (a local engine
+    /// the pool had unloaded): live only, for a progress bar.
+    Loading {
+        /// Fraction done, 0.0 to 1.0.
+        progress: f32,
+    },
     /// A complete tool call.
     ToolCall(ToolCall),
     /// A provider-native part to keep in the history (thinking signatures, ...).
@@ -357,6 +363,11 @@ pub struct ModelInfo {
     /// it existed read and compare the same.
     #[serde(default, skip_serializing_if = "OutputMode::is_prompted")]
     pub output_mode: OutputMode,
+    /// Whether the model keeps the conversation itself (an external agent,
+    /// sent only each new message): the caller cannot summarize it for
+    /// it, and a rewritten history starts the model afresh.
+    #[serde(default, skip_serializing_if = "is_no")]
+    pub keeps_conversation: bool,
 }
 
 fn yes() -> bool {
@@ -365,6 +376,10 @@ fn yes() -> bool {
 
 fn is_yes(b: &bool) -> bool {
     *b
+}
+
+fn is_no(b: &bool) -> bool {
+    !*b
 }
 
 impl ModelInfo {
@@ -384,6 +399,7 @@ impl ModelInfo {
             sends_to: None,
             vision: true,
             output_mode: OutputMode::Prompted,
+            keeps_conversation: false,
         }
     }
 
@@ -409,6 +425,13 @@ impl ModelInfo {
     /// [`OutputMode::Prompted`]).
     pub fn output_mode(mut self, mode: OutputMode) -> Self {
         self.output_mode = mode;
+        self
+    }
+
+    /// Set whether the model keeps the conversation itself (the field of
+    /// that name; default no).
+    pub fn keeps_conversation(mut self, keeps: bool) -> Self {
+        self.keeps_conversation = keeps;
         self
     }
 
@@ -478,6 +501,8 @@ impl AssistantTurn {
             },
             // Live only: the whole call follows.
             TurnEvent::ToolCallDelta { .. } => {}
+            // Live only: a load is no part of the answer.
+            TurnEvent::Loading { .. } => {}
             TurnEvent::ToolCall(call) => self.parts.push(Part::ToolCall(call)),
             TurnEvent::Native(native) => self.parts.push(Part::Native(native)),
             TurnEvent::Usage(usage) => self.usage = Some(usage),

@@ -1,5 +1,6 @@
-//! Cutting server text down to size for error messages and logs, without
-//! splitting a UTF-8 character.
+//! Cutting text down to size for error messages, logs and one-line
+//! listings, without splitting a UTF-8 character. [`clip`] is the one
+//! helper for that across lrg's crates.
 
 /// How much of a bad frame the stream decoders quote in an error.
 pub(crate) const QUOTE: usize = 200;
@@ -28,9 +29,25 @@ pub(crate) fn quote(text: &str) -> String {
     }
 }
 
+/// `text` cut to at most `max` characters, with `…` added when cut (a
+/// listing's description, an argument shown on one line).
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clip_counts_characters_and_marks_a_cut() {
+        assert_eq!(clip("héllo", 5), "héllo");
+        assert_eq!(clip("héllo", 2), "hé…");
+        assert_eq!(clip("", 0), "");
+    }
 
     #[test]
     fn short_text_is_kept_whole() {

@@ -9,6 +9,7 @@ mod schema_corpus;
 mod anthropic;
 mod catalog;
 mod cli_agents;
+mod engine_pool;
 mod fuzz_corpus;
 mod gemini;
 mod generation_settings;

@@ -5,18 +5,13 @@
 //! cached; a connected Ollama model sent `num_ctx`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use lrg_providers::catalog::gguf::fixture::{Value as G, gguf_bytes};
-use lrg_providers::catalog::{
-    ASSUMED_CONTEXT_WINDOW, Connections, EngineLoader, ModelCatalog, ProviderModels,
-};
+use lrg_providers::catalog::{ASSUMED_CONTEXT_WINDOW, Connections, ModelCatalog, ProviderModels};
 use lrg_providers::{
-    ApiKey, ChatModel, Message, ModelLocation, ModelRef, Provider, ProviderError, ScriptedModel,
-    TurnRequest, collect_turn,
+    ApiKey, ChatModel, Message, ModelLocation, ModelRef, Provider, TurnRequest, collect_turn,
 };
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, header, method, path};
@@ -133,15 +128,6 @@ fn closed_port() -> String {
     format!("http://127.0.0.1:{port}")
 }
 
-/// An engine that "loads" a scripted model, standing in for llama.cpp.
-struct FakeEngine;
-
-impl EngineLoader for FakeEngine {
-    fn load(&self, _: PathBuf) -> BoxFuture<'static, Result<Arc<dyn ChatModel>, ProviderError>> {
-        Box::pin(async { Ok(Arc::new(ScriptedModel::new(Vec::new())) as Arc<dyn ChatModel>) })
-    }
-}
-
 fn group(listing: &[ProviderModels], p: Provider) -> &ProviderModels {
     listing.iter().find(|g| g.provider == p).unwrap()
 }
@@ -171,7 +157,10 @@ async fn every_kind_of_server_with_real_windows_and_locality() {
         .with_base_url(Provider::OpenAi, format!("{}/v1", openai.uri()))
         .with_api_key(Provider::OpenAi, ApiKey::new(KEY))
         .with_model_dir(dir.path())
-        .with_engine(Provider::Llama, Arc::new(FakeEngine));
+        .with_engine(
+            Provider::Llama,
+            super::engine_pool::CountingLoader::new(Duration::ZERO),
+        );
     let catalog = ModelCatalog::new(connections);
     let listing = tokio::time::timeout(BOUND, catalog.list()).await.unwrap();
 

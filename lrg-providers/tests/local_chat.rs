@@ -928,7 +928,7 @@ async fn calling_a_tool_not_offered_is_a_protocol_error() {
     let answer = r#"{"analysis":"","call":{"format_disk":{}}}"#;
     let engine = FakeEngine::answering(answer, &[5], EngineStop::Done);
     let err = run(&model(engine), request()).await.unwrap_err();
-    assert_eq!(err.kind(), "protocol");
+    assert_eq!(err.kind().as_str(), "protocol");
     assert!(
         err.to_string()
             .contains("`format_disk`, which was not offered (offered: read_file, write_file"),
@@ -945,7 +945,7 @@ async fn a_malformed_finished_answer_is_a_protocol_error_quoting_its_end() {
     let engine = FakeEngine::answering(&answer, &[9], EngineStop::Done);
     let err = run(&model(engine), request()).await.unwrap_err();
     let message = err.to_string();
-    assert_eq!(err.kind(), "protocol");
+    assert_eq!(err.kind().as_str(), "protocol");
     assert!(
         message.contains("not valid JSON") && message.ends_with(r#"xxx","reply":"ok"} trailing"#),
         "{message}"

@@ -197,7 +197,10 @@ async fn errors_are_recorded_and_replayed_with_their_kind() {
         .unwrap_err();
 
     let saved = Recording::load(&path).unwrap();
-    assert_eq!(saved.exchanges[0].error.as_ref().unwrap().kind, "transient");
+    assert_eq!(
+        saved.exchanges[0].error.as_ref().unwrap().kind.as_str(),
+        "transient"
+    );
     assert_eq!(
         saved.exchanges[1].error.as_ref().unwrap().message,
         "gone for good"

@@ -50,7 +50,7 @@ async fn the_key_is_sent_but_never_recorded() {
     let err = collect_turn(model.turn(request, CancellationToken::new()))
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), "auth");
+    assert_eq!(err.kind().as_str(), "auth");
 
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(model.recording().exchanges.len(), 2);

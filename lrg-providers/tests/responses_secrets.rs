@@ -59,7 +59,7 @@ async fn the_key_is_never_logged_sent_in_a_body_recorded_or_shown_in_an_error() 
         tokio::time::timeout(Duration::from_secs(10), collect_turn(stream))
     };
     let err = turn(request.clone()).await.unwrap().unwrap_err();
-    assert_eq!(err.kind(), "auth");
+    assert_eq!(err.kind().as_str(), "auth");
     texts.push(format!("{err} {err:?}"));
     assert_eq!(turn(request).await.unwrap().unwrap().text(), "ok");
 

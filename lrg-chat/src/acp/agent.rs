@@ -10,14 +10,15 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, RequestPermissionRequest, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionConfigOption, SessionConfigOptionCategory,
-    SessionConfigOptionValue, SessionConfigSelectOption, SessionId, SessionInfo,
-    SessionListCapabilities, SessionNotification, SessionResumeCapabilities,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    AgentCapabilities, CancelNotification, ElicitationCapabilities, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    RequestPermissionRequest, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
+    SessionConfigSelectOption, SessionId, SessionInfo, SessionListCapabilities,
+    SessionNotification, SessionResumeCapabilities, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client, ErrorCode};
@@ -26,6 +27,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::map::{self, Choice, Updates};
+use super::questions;
 use super::{AcpError, AcpSession, MODEL_OPTION, SessionFactory, SessionSpec};
 use crate::ChatSession;
 use crate::events::Event;
@@ -45,6 +47,7 @@ where
     let state = Arc::new(State {
         factory,
         sessions: Mutex::default(),
+        elicitation: Mutex::default(),
     });
     let (s1, s2, s3, s4, s5, s6) = (
         state.clone(),
@@ -172,6 +175,8 @@ const LIST_PAGE: usize = 50;
 struct State {
     factory: Arc<dyn SessionFactory>,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
+    /// The elicitation modes the client said it answers (`initialize`).
+    elicitation: Mutex<Option<ElicitationCapabilities>>,
 }
 
 /// One open session; its chat is replaced when the client picks another
@@ -188,6 +193,9 @@ struct Live {
     told: watch::Sender<u64>,
     /// Ends the current chat's teller (when the chat is replaced or closed).
     teller: Mutex<CancellationToken>,
+    /// The elicitation modes the client answers: the chat's questions go
+    /// to it in those, and are declined in others.
+    elicitation: Option<ElicitationCapabilities>,
 }
 
 impl Live {
@@ -253,6 +261,9 @@ impl Live {
                             ask(&conn, &chat, &id, request);
                         }
                     }
+                    event @ Event::Question { .. } => {
+                        questions::forward(&conn, &chat, &id, live.elicitation.as_ref(), event);
+                    }
                     event => {
                         for update in updates.map(event, false) {
                             let _ = conn
@@ -292,7 +303,9 @@ async fn close(session: AcpSession) {
 }
 
 impl State {
-    fn initialize(&self, _req: &InitializeRequest) -> InitializeResponse {
+    fn initialize(&self, req: &InitializeRequest) -> InitializeResponse {
+        lrg_providers::sync::lock(&self.elicitation)
+            .clone_from(&req.client_capabilities.elicitation);
         // Only v1 is spoken; a client asking for a later version reads the
         // answer and decides.
         let kept = self.factory.can_load();
@@ -335,6 +348,7 @@ impl State {
             inner: Mutex::new((session, spec)),
             told: watch::Sender::new(0),
             teller: Mutex::new(CancellationToken::new()),
+            elicitation: lrg_providers::sync::lock(&self.elicitation).clone(),
         });
         live.tell(cx, &id, chat);
         lrg_providers::sync::lock(&self.sessions).insert(id, live);

@@ -5,14 +5,16 @@
 use std::collections::HashMap;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, EmbeddedResourceResource, McpServer, PermissionOption,
-    PermissionOptionKind, RequestPermissionOutcome, SessionUpdate, StopReason, ToolCall,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock, ContentChunk,
+    EmbeddedResourceResource, McpServer, PermissionOption, PermissionOptionKind, Plan,
+    PlanEntry as AcpPlanEntry, PlanEntryPriority, PlanEntryStatus, RequestPermissionOutcome,
+    SessionUpdate, StopReason, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind, UnstructuredCommandInput, UsageUpdate,
 };
 use base64::Engine as _;
 use lrg_providers::Image;
 
-use crate::events::{DeltaKind, Event};
+use crate::events::{AgentCommand, DeltaKind, Event, PlanEntry, PlanPriority, PlanStatus};
 use crate::permissions::Answer;
 use crate::session::{ApprovalRequest, TurnOutcome, UserInput};
 use crate::tools::{HttpServerConfig, McpConfig, McpServerConfig, StdioServerConfig, ToolClass};
@@ -318,6 +320,19 @@ impl Updates {
                 }
                 Vec::new()
             }
+            // When lrg runs on an ACP agent, the editor sees that agent's
+            // plan and commands as lrg's own (a `/name` message passes
+            // through to the agent as it is).
+            Event::Plan { entries } => {
+                vec![SessionUpdate::Plan(Plan::new(
+                    entries.iter().map(plan_entry).collect(),
+                ))]
+            }
+            Event::AgentCommands { commands } => {
+                vec![SessionUpdate::AvailableCommandsUpdate(
+                    AvailableCommandsUpdate::new(commands.iter().map(available_command).collect()),
+                )]
+            }
             // A blocked message gets no answer: the editor shows why.
             Event::HookDecision {
                 hook,
@@ -332,6 +347,30 @@ impl Updates {
             }
             _ => Vec::new(),
         }
+    }
+}
+
+fn plan_entry(entry: &PlanEntry) -> AcpPlanEntry {
+    let priority = match entry.priority {
+        PlanPriority::High => PlanEntryPriority::High,
+        PlanPriority::Medium => PlanEntryPriority::Medium,
+        PlanPriority::Low => PlanEntryPriority::Low,
+    };
+    let status = match entry.status {
+        PlanStatus::Pending => PlanEntryStatus::Pending,
+        PlanStatus::InProgress => PlanEntryStatus::InProgress,
+        PlanStatus::Completed => PlanEntryStatus::Completed,
+    };
+    AcpPlanEntry::new(entry.content.clone(), priority, status)
+}
+
+fn available_command(command: &AgentCommand) -> AvailableCommand {
+    let made = AvailableCommand::new(command.name.clone(), command.description.clone());
+    match &command.hint {
+        Some(hint) => made.input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new(hint.clone()),
+        )),
+        None => made,
     }
 }
 
@@ -360,6 +399,44 @@ mod tests {
 
     use super::*;
     use crate::SkipReason;
+
+    #[test]
+    fn an_agents_plan_and_commands_are_passed_on() {
+        let mut u = Updates::default();
+        let plan = Event::Plan {
+            entries: vec![PlanEntry::new(
+                "write a.txt",
+                PlanPriority::High,
+                PlanStatus::InProgress,
+            )],
+        };
+        let [SessionUpdate::Plan(sent)] = &u.map(&plan, false)[..] else {
+            panic!("not a plan");
+        };
+        assert_eq!(
+            sent.entries,
+            [AcpPlanEntry::new(
+                "write a.txt",
+                PlanEntryPriority::High,
+                PlanEntryStatus::InProgress
+            )]
+        );
+        let commands = Event::AgentCommands {
+            commands: vec![
+                AgentCommand::new("review", "review the changes"),
+                AgentCommand::new("fix", "fix an issue").with_hint("issue number"),
+            ],
+        };
+        let [SessionUpdate::AvailableCommandsUpdate(sent)] = &u.map(&commands, false)[..] else {
+            panic!("not commands");
+        };
+        let told: Vec<(&str, bool)> = sent
+            .available_commands
+            .iter()
+            .map(|c| (c.name.as_str(), c.input.is_some()))
+            .collect();
+        assert_eq!(told, [("review", false), ("fix", true)]);
+    }
 
     #[test]
     fn tool_classes_become_kinds() {

@@ -2,7 +2,9 @@
 //!
 //! - lrg as an agent that editors (Zed and other ACP clients) drive over
 //!   stdio: [`serve`], below.
-//! - An external ACP agent as the model of a chat: [`AcpBackend`].
+//! - An external ACP agent as the model of a chat: [`AcpBackend`], on the
+//!   agent's own model or one it offers (`acp:COMMAND#MODEL`, see
+//!   [`lrg_providers::AcpModelId`]; [`agent_models`] lists them).
 //!
 //! [`serve`] answers one client on a byte stream (`lrg acp` serves stdin and
 //! stdout): `initialize`, `session/new` (the client's MCP servers join the
@@ -25,11 +27,15 @@
 //! | `approval_needed` | `session/request_permission`: allow once → once, allow always → always (writes the allow rule), reject → deny, reject always → deny and a block rule |
 //! | `usage` | `usage_update` (tokens in the window, window size) |
 //! | `warning` | a thought chunk `[warning: …]` |
+//! | `plan` / `agent_commands` (lrg itself on an ACP agent) | `plan` / `available_commands_update` |
+//! | `question` (a tool server asks, MCP elicitation) | `elicitation/create` in form or URL mode when the client declared that mode in `initialize`, its answer the question's; else declined with [`CANNOT_ASK`] |
 //! | completed / stopped / step limit / error | `end_turn` / `cancelled` / `max_turn_requests` / a JSON-RPC error naming it |
 
 mod agent;
 mod backend;
+mod calls;
 mod map;
+mod questions;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,7 +46,10 @@ use crate::session::ChatSession;
 use crate::tools::{McpConfig, ToolHost};
 
 pub use agent::{serve, serve_stdio};
-pub use backend::AcpBackend;
+pub use backend::{AcpBackend, AgentModel, AgentModels, agent_models};
+pub use calls::AgentToolCall;
+pub(crate) use calls::row_events as agent_call_events;
+pub use questions::CANNOT_ASK;
 
 /// The id of the model session config option.
 pub const MODEL_OPTION: &str = "model";

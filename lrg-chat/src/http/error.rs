@@ -10,7 +10,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum ErrorKind {
+pub enum ApiErrorKind {
     /// 400: the request is malformed; the message names the field.
     BadRequest,
     /// 403: wrong or missing token, foreign origin, or an ended chat. Always
@@ -48,9 +48,9 @@ pub enum ErrorKind {
 #[error("{message}")]
 pub struct ApiError {
     status: StatusCode,
-    kind: ErrorKind,
+    kind: ApiErrorKind,
     message: String,
-    /// For [`ErrorKind::OtherModel`]: the model the chat is on.
+    /// For [`ApiErrorKind::OtherModel`]: the model the chat is on.
     stored_model: Option<String>,
 }
 
@@ -59,7 +59,7 @@ pub struct ApiError {
 const FORBIDDEN_BODY: &str = r#"{"error":{"kind":"forbidden","message":"forbidden: a missing or wrong token, a foreign origin, or a chat that has ended"}}"#;
 
 impl ApiError {
-    fn new(status: StatusCode, kind: ErrorKind, message: impl Into<String>) -> Self {
+    fn new(status: StatusCode, kind: ApiErrorKind, message: impl Into<String>) -> Self {
         Self {
             status,
             kind,
@@ -72,31 +72,31 @@ impl ApiError {
     pub fn bad_request(field: &str, problem: impl std::fmt::Display) -> Self {
         Self::new(
             StatusCode::BAD_REQUEST,
-            ErrorKind::BadRequest,
+            ApiErrorKind::BadRequest,
             format!("`{field}`: {problem}"),
         )
     }
 
     /// 400 about the request as a whole.
     pub fn bad_body(problem: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, ErrorKind::BadRequest, problem)
+        Self::new(StatusCode::BAD_REQUEST, ApiErrorKind::BadRequest, problem)
     }
 
     /// The uniform 403.
     pub fn forbidden() -> Self {
-        Self::new(StatusCode::FORBIDDEN, ErrorKind::Forbidden, "forbidden")
+        Self::new(StatusCode::FORBIDDEN, ApiErrorKind::Forbidden, "forbidden")
     }
 
     /// 404.
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, ErrorKind::NotFound, message)
+        Self::new(StatusCode::NOT_FOUND, ApiErrorKind::NotFound, message)
     }
 
     /// 405.
     pub fn method_not_allowed() -> Self {
         Self::new(
             StatusCode::METHOD_NOT_ALLOWED,
-            ErrorKind::MethodNotAllowed,
+            ApiErrorKind::MethodNotAllowed,
             "this route does not take that method",
         )
     }
@@ -105,44 +105,52 @@ impl ApiError {
     pub fn busy() -> Self {
         Self::new(
             StatusCode::CONFLICT,
-            ErrorKind::Busy,
+            ApiErrorKind::Busy,
             "the chat is busy with a message: stop it or wait for it to finish",
         )
     }
 
     /// 409: not possible now.
     pub fn conflict(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, ErrorKind::Conflict, message)
+        Self::new(StatusCode::CONFLICT, ApiErrorKind::Conflict, message)
     }
 
     /// 409: a switch that needs `confirm: true`.
     pub fn confirm_needed(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, ErrorKind::ConfirmNeeded, message)
+        Self::new(StatusCode::CONFLICT, ApiErrorKind::ConfirmNeeded, message)
     }
 
     /// 409: the keys name a chat on `stored_model`, not the model asked
     /// for; the body carries `stored_model` beside the error.
     pub fn other_model(stored_model: impl Into<String>, message: impl Into<String>) -> Self {
-        let mut e = Self::new(StatusCode::CONFLICT, ErrorKind::OtherModel, message);
+        let mut e = Self::new(StatusCode::CONFLICT, ApiErrorKind::OtherModel, message);
         e.stored_model = Some(stored_model.into());
         e
     }
 
     /// 413.
     pub fn too_large(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorKind::TooLarge, message)
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ApiErrorKind::TooLarge,
+            message,
+        )
     }
 
     /// 429.
     pub fn too_many(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::TOO_MANY_REQUESTS, ErrorKind::TooMany, message)
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ApiErrorKind::TooMany,
+            message,
+        )
     }
 
     /// 500 with a message that gives nothing of the server away.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorKind::Internal,
+            ApiErrorKind::Internal,
             message,
         )
     }
@@ -153,7 +161,7 @@ impl ApiError {
     }
 
     /// The kind.
-    pub fn kind(&self) -> ErrorKind {
+    pub fn kind(&self) -> ApiErrorKind {
         self.kind
     }
 }
@@ -167,13 +175,13 @@ struct Body<'a> {
 
 #[derive(Serialize)]
 struct Inner<'a> {
-    kind: ErrorKind,
+    kind: ApiErrorKind,
     message: &'a str,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = if self.kind == ErrorKind::Forbidden {
+        let body = if self.kind == ApiErrorKind::Forbidden {
             FORBIDDEN_BODY.to_string()
         } else {
             serde_json::to_string(&Body {

@@ -33,6 +33,14 @@ pub struct MenuEntry {
     pub context_window: Option<u32>,
     /// Whether this chat runs on it.
     pub current: bool,
+    /// Whether the model keeps the conversation itself (an external ACP
+    /// agent): the page offers no Compact for it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub keeps_conversation: bool,
+    /// Whether a local engine holds it loaded now (its next chat waits for
+    /// no load).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub loaded: bool,
 }
 
 impl MenuEntry {
@@ -53,6 +61,8 @@ impl MenuEntry {
             sends_to: None,
             context_window: None,
             current: false,
+            keeps_conversation: false,
+            loaded: false,
         }
     }
 
@@ -75,8 +85,15 @@ impl MenuEntry {
         Self {
             sends_to: info.sends_to.clone(),
             context_window: info.context_window,
+            keeps_conversation: info.keeps_conversation,
             ..Self::available(info.provider.clone(), info.model.clone(), info.location)
         }
+    }
+
+    /// Marked as loaded now by a local engine.
+    pub fn with_loaded(mut self, loaded: bool) -> Self {
+        self.loaded = loaded;
+        self
     }
 
     /// Set where the conversation goes.
@@ -165,4 +182,20 @@ pub(crate) fn with_current(mut groups: Vec<MenuGroup>, current: &ModelInfo) -> V
         }
     }
     groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_that_keeps_its_conversation_says_so_to_the_page() {
+        let agent =
+            ModelInfo::new("acp", "codex-acp", ModelLocation::Server).keeps_conversation(true);
+        let entry = serde_json::to_value(MenuEntry::from_info(&agent)).unwrap();
+        assert_eq!(entry["keeps_conversation"], true);
+        let plain = ModelInfo::new("ollama", "qwen3:8b", ModelLocation::Server);
+        let entry = serde_json::to_value(MenuEntry::from_info(&plain)).unwrap();
+        assert!(entry.get("keeps_conversation").is_none(), "{entry}");
+    }
 }

@@ -81,7 +81,7 @@
 //! chat goes on in memory only: the answer then carries `"saved": false`
 //! (absent otherwise), and a `warning` event said why.
 //!
-//! Errors are `{"error": {"kind", "message"}}` ([`ErrorKind`]): 400 naming
+//! Errors are `{"error": {"kind", "message"}}` ([`ApiErrorKind`]): 400 naming
 //! the field, 403, 404, 409 busy, 413 too large, 429 too many.
 //!
 //! # Keyed chats and the store
@@ -179,7 +179,7 @@ use axum::routing::{get, post};
 use serde::Serialize;
 
 pub use conn::{ServeOptions, default_max_connections, serve};
-pub use error::{ApiError, ErrorKind};
+pub use error::{ApiError, ApiErrorKind};
 pub(crate) use fuzz_bodies::http_bodies;
 pub use menu::{MenuEntry, MenuGroup, ModelMenu, StaticMenu};
 pub use opener::{ChatOpener, ChatSpec, OpenError, OpenedChat, ResolveModel, StandardOpener};

@@ -256,6 +256,8 @@ pub struct StandardOpener {
     hooks: Vec<Arc<dyn crate::hooks::SessionHooks>>,
     /// The roots every chat's tool servers are offered (none by default).
     roots: Vec<crate::tools::Root>,
+    /// Where its chats' servers find their OAuth tokens.
+    tokens: Option<crate::tools::oauth::SharedTokenStore>,
 }
 
 impl std::fmt::Debug for StandardOpener {
@@ -280,7 +282,17 @@ impl StandardOpener {
             prompt: crate::prompt::PromptContext::default(),
             hooks: Vec::new(),
             roots: Vec::new(),
+            tokens: None,
         }
+    }
+
+    /// Where every chat's streamable-HTTP servers find their OAuth tokens
+    /// (see [`crate::tools::oauth`]). A server that needs a login is left
+    /// out of the chat and named in its warnings with how to log in; the
+    /// opener never opens a browser.
+    pub fn token_store(mut self, store: crate::tools::oauth::SharedTokenStore) -> Self {
+        self.tokens = Some(store);
+        self
     }
 
     /// The roots every chat's MCP servers are offered (`roots/list`):
@@ -358,6 +370,9 @@ impl ChatOpener for StandardOpener {
             let info = model.info();
             let local_only = spec.local_only.unwrap_or(false);
             let host = Arc::new(ToolHost::with_options(self.tool_options));
+            if let Some(store) = &self.tokens {
+                host.set_token_store(store.clone());
+            }
             host.set_roots(self.roots.clone()).await;
             let failures = match &spec.mcp_servers {
                 Some(servers) => host.add_mcp_config(servers).await,

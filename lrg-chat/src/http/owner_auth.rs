@@ -32,7 +32,7 @@ pub(crate) struct OwnerTokens {
 impl OwnerTokens {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<String>>> {
         // Pushes and pops only: a panic cannot leave it half changed.
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        lrg_providers::sync::lock(&self.map)
     }
 
     /// A new token for `owner` (a valid name: see [`check_owner`]).

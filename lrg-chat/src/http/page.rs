@@ -26,12 +26,13 @@ const VENDOR: [&str; 3] = [
 ];
 
 /// The page's own script, in the order it runs (`boot.js` starts it).
-const SCRIPT: [&str; 10] = [
+const SCRIPT: [&str; 11] = [
     include_str!("../ui/markdown.js"),
     include_str!("../ui/chat.js"),
     include_str!("../ui/render.js"),
     include_str!("../ui/subagents.js"),
     include_str!("../ui/questions.js"),
+    include_str!("../ui/sampling.js"),
     include_str!("../ui/controls.js"),
     include_str!("../ui/prompts.js"),
     include_str!("../ui/sidebar.js"),

@@ -67,12 +67,12 @@ impl LiveChat {
 
     /// The model it runs on now.
     pub(crate) fn model(&self) -> ModelInfo {
-        self.model.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        lrg_providers::sync::lock(&self.model).clone()
     }
 
     /// The conversation was carried over to `model`.
     pub(crate) fn set_model(&self, model: ModelInfo) {
-        *self.model.lock().unwrap_or_else(|p| p.into_inner()) = model;
+        *lrg_providers::sync::lock(&self.model) = model;
     }
 
     pub(crate) fn token(&self) -> &str {
@@ -129,7 +129,7 @@ pub(crate) struct Chats {
 impl Chats {
     fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Arc<LiveChat>>> {
         // Inserts and removes only: a panic cannot leave it half changed.
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        lrg_providers::sync::lock(&self.map)
     }
 
     /// Put `chat` in; returns the chat it took the place of (the same id

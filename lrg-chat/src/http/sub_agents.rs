@@ -90,7 +90,7 @@ pub(crate) async fn events(
     })?;
     let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let after = sse::after(query.as_deref(), last_event_id)?;
-    let view = crate::session::sub_agents_of(&chat.session).and_then(|m| m.view(n));
+    let view = crate::sub_agents::manager_of(&chat.session).and_then(|m| m.view(n));
     match view {
         Some(View::Live { session, ended }) => {
             let chat_ended = chat.ended.clone();

@@ -112,6 +112,12 @@ pub enum ApprovalReason {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// A tool server asks the model (MCP sampling): a class of its own,
+    /// which asks under `ask_all` and `auto_read` (see [`decide_sampling`]).
+    Sampling {
+        /// The mode in force.
+        mode: Mode,
+    },
 }
 
 /// The outcome of a permission check.
@@ -273,6 +279,40 @@ pub fn decide_configured(
     }
 }
 
+/// The name a server's sampling requests are approved under, for rules and
+/// "for this chat" answers: `sampling/SERVER` (a `/` no tool name has, so
+/// a rule for it never matches a tool).
+pub fn sampling_rule_name(server: &str) -> String {
+    format!("sampling/{server}")
+}
+
+/// Decide whether a tool server's `sampling/createMessage` (the server asks
+/// the model) is answered without asking. Its class spends tokens and
+/// sends the server's text to the model, so it asks under
+/// [`Mode::AskAll`] and [`Mode::AutoRead`] and runs under
+/// [`Mode::AutoSafe`] and [`Mode::AutoAll`]. A rule for
+/// [`sampling_rule_name`] comes first (`block`: declined without asking);
+/// `chat_allowed` counts as an allow rule.
+pub fn decide_sampling(
+    settings: &PermissionSettings,
+    server: &str,
+    chat_allowed: bool,
+) -> Decision {
+    match settings.rules.get(&sampling_rule_name(server)) {
+        Some(Rule::Block) => return Decision::Block,
+        Some(Rule::Allow) => return Decision::Allow,
+        Some(Rule::Ask) if !chat_allowed => return Decision::Ask(ApprovalReason::Rule),
+        _ if chat_allowed => return Decision::Allow,
+        _ => {}
+    }
+    match settings.mode {
+        Mode::AskAll | Mode::AutoRead => Decision::Ask(ApprovalReason::Sampling {
+            mode: settings.mode,
+        }),
+        Mode::AutoSafe | Mode::AutoAll => Decision::Allow,
+    }
+}
+
 /// Whether the tool is offered to the model at all.
 pub fn is_offered(settings: &PermissionSettings, tool: &str) -> bool {
     settings.rules.get(tool) != Some(&Rule::Block)
@@ -401,6 +441,48 @@ mod tests {
         assert_eq!(
             decide(&s, "t", ToolClass::Destructive, false, Some(100_000)),
             Decision::Allow
+        );
+    }
+
+    #[test]
+    fn sampling_asks_under_ask_all_and_auto_read() {
+        let ask = |mode| Decision::Ask(ApprovalReason::Sampling { mode });
+        assert_eq!(
+            decide_sampling(&settings(Mode::AskAll), "s", false),
+            ask(Mode::AskAll)
+        );
+        assert_eq!(
+            decide_sampling(&settings(Mode::AutoRead), "s", false),
+            ask(Mode::AutoRead)
+        );
+        assert_eq!(
+            decide_sampling(&settings(Mode::AutoSafe), "s", false),
+            Decision::Allow
+        );
+        assert_eq!(
+            decide_sampling(&settings(Mode::AutoAll), "s", false),
+            Decision::Allow
+        );
+        assert_eq!(
+            decide_sampling(&settings(Mode::AskAll), "s", true),
+            Decision::Allow
+        );
+        let mut s = settings(Mode::AutoAll);
+        s.rules.insert(sampling_rule_name("s"), Rule::Block);
+        assert_eq!(decide_sampling(&s, "s", true), Decision::Block);
+        assert_eq!(decide_sampling(&s, "other", false), Decision::Allow);
+        s.rules.insert(sampling_rule_name("s"), Rule::Ask);
+        assert_eq!(
+            decide_sampling(&s, "s", false),
+            Decision::Ask(ApprovalReason::Rule)
+        );
+        let json = serde_json::to_value(ApprovalReason::Sampling {
+            mode: Mode::AutoRead,
+        })
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "sampling", "mode": "auto_read"})
         );
     }
 

@@ -46,7 +46,7 @@ impl SessionRegistry {
         &self,
         keys: &SessionKeys,
     ) -> Result<Option<ModelBinding>, RegistryError> {
-        let live = relock(&self.live)
+        let live = lock(&self.live)
             .values()
             .find(|e| e.meta.live_keys() == Some(keys))
             .map(|e| e.meta.model.clone());
@@ -74,7 +74,7 @@ impl SessionRegistry {
             Some(store) => store.archive(id).await?,
             None => false,
         };
-        let live = match relock(&self.live).get_mut(id) {
+        let live = match lock(&self.live).get_mut(id) {
             Some(entry) => {
                 entry.meta.archived = true;
                 true
@@ -103,7 +103,7 @@ impl SessionRegistry {
             .carry_over(source, model, to.clone())
             .await
             .map_err(|_| RegistryError::Busy(id.clone()))?;
-        if let Some(entry) = relock(&self.live).get_mut(id) {
+        if let Some(entry) = lock(&self.live).get_mut(id) {
             entry.meta.model = to;
         }
         Ok(())

@@ -44,7 +44,7 @@ impl SessionRegistry {
             None => Vec::new(),
         };
         stored.retain(|s| s.meta.owned_by(owner) && s.meta.id.parent().is_none());
-        let live: Vec<(SessionMeta, ChatSession)> = relock(&self.live)
+        let live: Vec<(SessionMeta, ChatSession)> = lock(&self.live)
             .values()
             .filter(|e| e.meta.owned_by(owner) && e.meta.id.parent().is_none())
             .map(|e| (e.meta.clone(), e.session.clone()))
@@ -81,7 +81,7 @@ impl SessionRegistry {
 
     /// The meta of live session `id`, as it is now.
     pub fn live_meta(&self, id: &SessionId) -> Option<SessionMeta> {
-        relock(&self.live).get(id).map(|e| e.meta.clone())
+        lock(&self.live).get(id).map(|e| e.meta.clone())
     }
 
     /// The meta of session `id` when `owner` owns it, live or stored
@@ -165,7 +165,7 @@ impl SessionRegistry {
             Some(store) => store.rename(id, name).await?,
             None => false,
         };
-        let live = relock(&self.live).get_mut(id).map(|entry| {
+        let live = lock(&self.live).get_mut(id).map(|entry| {
             entry.meta.name = name.map(str::to_string);
             entry.meta.clone()
         });

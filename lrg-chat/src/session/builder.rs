@@ -11,7 +11,6 @@ use crate::events::EventLog;
 use crate::model_source::ModelSource;
 use crate::permissions::{LongestIdArray, Permissions, TargetCounter};
 use crate::store::{SessionId, SessionStore, StoredSession};
-use crate::sub_agents::SubAgents;
 use crate::tools::Tools;
 
 /// Builds a [`ChatSession`].
@@ -27,7 +26,9 @@ pub struct ChatSessionBuilder {
     local_only: bool,
     store: Option<(Arc<dyn SessionStore>, SessionId)>,
     resumed: Option<StoredSession>,
-    sub_agents: Option<SubAgents>,
+    /// Makes the delegation layer (sub-agents: see
+    /// [`crate::sub_agents`]), which wraps the tools.
+    pub(crate) delegation: Option<super::MakeDelegation>,
     pub(super) hooks: Vec<Arc<dyn crate::hooks::SessionHooks>>,
     pub(super) approver: Option<Arc<dyn super::Approver>>,
 }
@@ -46,7 +47,7 @@ impl ChatSessionBuilder {
             local_only: false,
             store: None,
             resumed: None,
-            sub_agents: None,
+            delegation: None,
             hooks: Vec::new(),
             approver: None,
         }
@@ -58,14 +59,6 @@ impl ChatSessionBuilder {
     /// value fails the message with a `config` error naming it.
     pub fn generation(mut self, settings: GenerationSettings) -> Self {
         self.config.generation = settings;
-        self
-    }
-
-    /// Let the model delegate tasks to sub-agents within `limits` (default
-    /// off): it is offered `spawn_sub_agent`, `list_sub_agents` and
-    /// `read_sub_agent`. See [`crate::sub_agents`].
-    pub fn sub_agents(mut self, limits: SubAgents) -> Self {
-        self.sub_agents = Some(limits);
         self
     }
 
@@ -220,34 +213,43 @@ impl ChatSessionBuilder {
             .store
             .as_ref()
             .map_or_else(SessionId::random, |(_, id)| id.clone());
-        let limits = self.sub_agents;
+        let delegation = self.delegation;
         let events = EventLog::with_limits(
             self.config.max_kept_events,
             self.config.max_kept_event_bytes,
         );
         let session = ChatSession {
-            shared: Arc::new_cyclic(|weak| Shared {
-                sub_agents: limits
-                    .map(|l| crate::sub_agents::Manager::new(l, weak.clone(), parent_id)),
-                config: self.config,
-                hooks: crate::hooks::Hooks::new(self.hooks),
-                approver: self.approver,
-                questions: super::questions::Desk::new(weak.clone()),
-                models: self.models,
-                tools: self.tools,
-                permissions: self.permissions.unwrap_or_default(),
-                system_prompt: self.system_prompt,
-                prompt: self.prompt,
-                target_counter: self.target_counter,
-                events,
-                state: Mutex::new(State {
-                    generation_settings,
-                    ..State::default()
-                }),
-                local_only: AtomicBool::new(self.local_only),
-                persister: self
-                    .store
-                    .map(|(store, id)| persist::Persister::new(store, id, saved)),
+            shared: Arc::new_cyclic(|weak| {
+                let (tools, delegation) = match delegation {
+                    Some(make) => {
+                        let (tools, layer) = make(weak.clone(), parent_id, self.tools.clone());
+                        (tools, Some(layer))
+                    }
+                    None => (self.tools.clone(), None),
+                };
+                Shared {
+                    delegation,
+                    config: self.config,
+                    hooks: crate::hooks::Hooks::new(self.hooks),
+                    approver: self.approver,
+                    questions: super::questions::Desk::new(weak.clone()),
+                    models: self.models,
+                    tools,
+                    base_tools: self.tools,
+                    permissions: self.permissions.unwrap_or_default(),
+                    system_prompt: self.system_prompt,
+                    prompt: self.prompt,
+                    target_counter: self.target_counter,
+                    events,
+                    state: Mutex::new(State {
+                        generation_settings,
+                        ..State::default()
+                    }),
+                    local_only: AtomicBool::new(self.local_only),
+                    persister: self
+                        .store
+                        .map(|(store, id)| persist::Persister::new(store, id, saved)),
+                }
             }),
         };
         if let Some(stored) = self.resumed {

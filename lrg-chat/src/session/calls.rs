@@ -226,13 +226,10 @@ async fn run_call(
     // A running tool is not interrupted: the token only tells it not to
     // start anything further.
     let started = std::time::Instant::now();
-    let mut output = match &shared.sub_agents {
+    let mut output = match () {
         _ if super::offer::is_search(shared, call) => super::offer::run_search(shared, call),
         _ if runs_on == crate::tools::client::RunsOn::Client => {
             super::client_calls::wait(shared, call, cancel).await
-        }
-        Some(manager) if crate::sub_agents::tools::is_own(&call.name) => {
-            crate::sub_agents::tools::call(manager, shared, call).await
         }
         _ => {
             // The servers it reaches ask this session, and show its progress here.

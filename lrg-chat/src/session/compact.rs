@@ -21,6 +21,22 @@ pub(super) async fn run_compact(shared: &Shared, cancel: &CancellationToken) -> 
         Err(failure) => return failed(shared, failure),
     };
     let info = model.info();
+    // An agent keeps its own conversation: a summary of lrg's copy would be
+    // sent to it as a prompt and change nothing it remembers.
+    if info.keeps_conversation {
+        let error = ProviderError::BadRequest {
+            message: format!(
+                "`{}` keeps its own conversation, so lrg cannot compact it: use the agent's \
+                 own command for that if it lists one, or clear the chat",
+                info.id()
+            ),
+        };
+        shared.publish(Event::Error {
+            message: error.to_string(),
+            kind: ErrorKind::Compact,
+        });
+        return TurnOutcome::Failed { error };
+    }
     let model_key = info.id();
     let mut messages = {
         let state = shared.lock();

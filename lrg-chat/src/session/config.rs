@@ -72,6 +72,16 @@ pub struct SessionConfig {
     /// question is open. Default [`super::DEFAULT_QUESTION_TIMEOUT`] (10
     /// minutes).
     pub question_timeout: std::time::Duration,
+    /// The model that answers tool servers' sampling requests (MCP
+    /// `sampling/createMessage`); `None`: the chat's current model. A chat
+    /// that is local only never samples a cloud model, this one included
+    /// (see [`crate::session::sampling`]).
+    pub sampling_model: Option<super::SamplingModel>,
+    /// Whether a sampling request whose `includeContext` is `thisServer` or
+    /// `allServers` gets the chat's recent text (the last messages' text,
+    /// at most 16 KiB, as context in its system prompt). Default `false`:
+    /// it gets nothing from the chat history, whatever it asks.
+    pub sampling_shares_history: bool,
 }
 
 /// Default for [`SessionConfig::client_tool_timeout`]: 120 s.
@@ -100,6 +110,8 @@ impl Default for SessionConfig {
             client_tool_timeout: DEFAULT_CLIENT_TOOL_TIMEOUT,
             approval_timeout: None,
             question_timeout: super::DEFAULT_QUESTION_TIMEOUT,
+            sampling_model: None,
+            sampling_shares_history: false,
         }
     }
 }

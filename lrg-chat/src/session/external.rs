@@ -59,6 +59,14 @@ impl ChatSession {
         WORKING.try_with(WeakChatSession::upgrade).ok().flatten()
     }
 
+    /// How many times the history was rewritten rather than added to
+    /// (cleared, retried, compacted, carried over): a model that keeps the
+    /// conversation itself (an external agent) compares it with what it
+    /// last saw, to start afresh when the two parted.
+    pub fn history_generation(&self) -> u64 {
+        self.shared.lock().generation
+    }
+
     /// A handle that does not keep the session alive.
     pub fn downgrade(&self) -> WeakChatSession {
         WeakChatSession(Arc::downgrade(&self.shared))

@@ -35,6 +35,7 @@ mod questions;
 mod resource_updates;
 mod rewind;
 mod run;
+pub mod sampling;
 mod switch;
 mod turn;
 mod typed;
@@ -62,9 +63,10 @@ pub use builder::ChatSessionBuilder;
 pub use config::{
     DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TYPED_REPAIRS, MAX_STEPS, SessionConfig, SystemPromptFn,
 };
+pub use delegate::Delivery;
 pub(crate) use delegate::{
-    Kept, deliver, publish, store_of, sub_agent_manager, sub_agent_session, sub_agents_of,
-    user_message_count,
+    Delegation, Kept, MakeDelegation, child_session, delegation_of, deliver_next, publish,
+    queue_delivery, store_of, user_message_count,
 };
 pub use external::WeakChatSession;
 pub use history::{STOPPED_NOTE, SUMMARY_PREFIX, tool_pairing_errors};
@@ -72,6 +74,7 @@ pub(crate) use persist::history_events;
 pub use questions::{
     DEFAULT_QUESTION_TIMEOUT, QuestionAction, QuestionAnswer, QuestionError, QuestionMode,
 };
+pub use sampling::SamplingModel;
 pub use switch::{SwitchCheck, SwitchableModel};
 pub use turn::{SessionError, TurnHandle, TurnOutcome, UserInput};
 pub use typed::TypedError;
@@ -96,7 +99,12 @@ impl Tools for NoTools {
 pub(crate) struct Shared {
     config: SessionConfig,
     models: Arc<dyn ModelSource>,
+    /// What the model is offered: `base_tools`, and what a delegation
+    /// layer adds.
     tools: Arc<dyn Tools>,
+    /// The tools the session was built with (what a child session gets,
+    /// and what its setup keeps as its tools).
+    base_tools: Arc<dyn Tools>,
     permissions: Arc<Permissions>,
     system_prompt: Arc<SystemPromptFn>,
     /// The sections behind `system_prompt`, for [`ChatSession::next_prompt`].
@@ -107,8 +115,8 @@ pub(crate) struct Shared {
     /// Whether cloud models are refused (see [`ChatSession::set_local_only`]).
     local_only: AtomicBool,
     persister: Option<persist::Persister>,
-    /// Its sub-agents, when they are on.
-    sub_agents: Option<crate::sub_agents::Manager>,
+    /// Work it hands out beyond a turn (its sub-agents), when that is on.
+    delegation: Option<Arc<dyn Delegation>>,
     /// The operator's hooks (see [`crate::hooks`]).
     hooks: crate::hooks::Hooks,
     /// Who answers approval questions besides the front ends.
@@ -128,6 +136,9 @@ struct State {
     user_seqs: Vec<(usize, u64)>,
     /// The running message's cancel token.
     running: Option<CancellationToken>,
+    /// Results of delegated work waiting to enter the history (see
+    /// [`ChatSession::deliver`]).
+    deliveries: std::collections::VecDeque<Delivery>,
     /// Approval questions waiting for an answer, by call id.
     approvals: HashMap<String, oneshot::Sender<Answer>>,
     /// Tools the person allowed "for this chat".
@@ -348,7 +359,7 @@ impl ChatSession {
             };
             finish(&shared, &outcome, note_stop);
             if let TurnOutcome::Failed { error } = &outcome {
-                crate::otel::record_error(&tracing::Span::current(), error.kind());
+                crate::otel::record_error(&tracing::Span::current(), error.kind().as_str());
             }
             delegate::after_work(&shared, &outcome);
             // Shows the sub-agent answers `after_work` let in, once kept.
@@ -370,11 +381,7 @@ impl ChatSession {
     /// go on, and their answers still come back
     /// ([`ChatSession::stop_with_sub_agents`] stops them as well).
     pub fn stop(&self) -> bool {
-        let queued = self
-            .shared
-            .sub_agents
-            .as_ref()
-            .map_or(0, |m| m.stop_queued());
+        let queued = self.shared.delegation.as_ref().map_or(0, |d| d.stop(false));
         let state = self.shared.lock();
         match &state.running {
             Some(cancel) => {
@@ -391,15 +398,13 @@ impl ChatSession {
     pub fn answer_approval(&self, call_id: &str, answer: Answer) -> Result<(), SessionError> {
         let sender = self.shared.lock().approvals.remove(call_id);
         if sender.is_none()
-            && let Some((sub, sub_call)) = self
+            && let Some(passed) = self
                 .shared
-                .sub_agents
+                .delegation
                 .as_ref()
-                .and_then(|m| m.route_approval(call_id))
+                .and_then(|d| d.answer_approval(call_id, answer.clone()))
         {
-            return sub
-                .answer_approval(&sub_call, answer)
-                .map_err(|_| SessionError::NoSuchApproval(call_id.to_string()));
+            return passed;
         }
         match sender {
             Some(sender) => sender
@@ -413,8 +418,8 @@ impl ChatSession {
     /// Sub-agents' questions are included, under their prefixed ids.
     pub fn pending_approvals(&self) -> Vec<String> {
         let mut ids: Vec<_> = self.shared.lock().approvals.keys().cloned().collect();
-        if let Some(manager) = &self.shared.sub_agents {
-            ids.extend(manager.pending_approvals());
+        if let Some(delegation) = &self.shared.delegation {
+            ids.extend(delegation.pending_approvals());
         }
         ids.sort();
         ids

@@ -75,11 +75,11 @@ impl Persister {
     }
 
     fn setup(&self) -> Option<Arc<ChatSetup>> {
-        crate::store::relock(&self.setup).clone()
+        lrg_providers::sync::lock(&self.setup).clone()
     }
 
     fn set_setup(&self, setup: Option<Arc<ChatSetup>>) {
-        *crate::store::relock(&self.setup) = setup;
+        *lrg_providers::sync::lock(&self.setup) = setup;
     }
 
     pub(crate) fn id(&self) -> &SessionId {
@@ -118,15 +118,20 @@ impl ChatSession {
         let model = shared.models.resolve().await?;
         let info = model.info();
         drop(model);
-        let tools = match shared.tools.list_shared().await {
+        // What the first turn will warn about, too: no tools to keep.
+        let tools = match shared.base_tools.list_shared().await {
             Ok(specs) => specs.to_vec(),
-            // What the first turn will warn about, too: no tools to keep.
             Err(_) => Vec::new(),
         };
-        let mut offered = tools.clone();
-        if shared.sub_agents.is_some() {
-            offered = crate::sub_agents::tools::with_own(offered);
-        }
+        let mut offered = match &shared.delegation {
+            Some(_) => shared
+                .tools
+                .list_shared()
+                .await
+                .map(|specs| specs.to_vec())
+                .unwrap_or_default(),
+            None => tools.clone(),
+        };
         let settings = shared.permissions.settings();
         let blocked = offered
             .iter()
@@ -141,7 +146,7 @@ impl ChatSession {
             max_steps: Some(shared.config.max_steps),
             tools,
             blocked,
-            sub_agents: shared.sub_agents.is_some(),
+            sub_agents: shared.delegation.is_some(),
             origin,
         };
         persister.set_setup(Some(Arc::new(setup)));
@@ -499,6 +504,9 @@ fn row_events(row: &Message) -> Vec<Event> {
                     runs_on: Default::default(),
                 });
             }
+            // An external agent's own calls, kept with its answer.
+            #[cfg(feature = "acp")]
+            events.extend(crate::acp::agent_call_events(&row.parts));
         }
         Role::Tool => {
             for part in &row.parts {

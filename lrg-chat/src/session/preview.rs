@@ -27,15 +27,13 @@ impl ChatSession {
         let model = shared.models.resolve().await?;
         let info = model.info();
         drop(model);
+        // With sub-agents on, their tools are among these.
         let mut specs = shared
             .tools
             .list_shared()
             .await
             .map(|s| s.to_vec())
             .unwrap_or_default();
-        if shared.sub_agents.is_some() {
-            specs = crate::sub_agents::tools::with_own(specs);
-        }
         let settings = shared.permissions.settings();
         specs.retain(|s| is_offered(&settings, &s.name));
         let prompt = match &shared.prompt {

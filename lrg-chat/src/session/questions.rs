@@ -147,6 +147,8 @@ pub(crate) struct Desk {
     me: Weak<Shared>,
     next: AtomicU64,
     open: Mutex<HashMap<u64, Open>>,
+    /// Numbers the servers' sampling requests (see [`super::sampling`]).
+    pub(super) samplings: AtomicU64,
 }
 
 impl Desk {
@@ -155,6 +157,7 @@ impl Desk {
             me,
             next: AtomicU64::new(0),
             open: Mutex::new(HashMap::new()),
+            samplings: AtomicU64::new(0),
         }
     }
 
@@ -276,6 +279,17 @@ impl CallSink for Sink {
                 message: progress.message,
             });
         }
+    }
+
+    fn sample(
+        &self,
+        ask: crate::tools::mcp_sampling::SamplingAsk,
+        cancel: CancellationToken,
+    ) -> BoxFuture<
+        'static,
+        Result<crate::tools::mcp_sampling::Sampled, crate::tools::mcp_sampling::Refused>,
+    > {
+        super::sampling::sample(self.0.clone(), ask, cancel)
     }
 
     fn server_log(&self, server: &str, level: &str, logger: Option<&str>, message: &str) {

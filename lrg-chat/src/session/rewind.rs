@@ -3,7 +3,7 @@
 
 use lrg_providers::Messages;
 
-use super::{ChatSession, SessionError, TurnHandle, Work, delegate, persist};
+use super::{ChatSession, SessionError, TurnHandle, Work, persist};
 
 impl ChatSession {
     /// Answer the last user message again: everything after it is dropped
@@ -111,21 +111,12 @@ impl ChatSession {
         state.user_seqs.clear();
         state.generation += 1;
         state.chat_allowed.clear();
+        // Results of work the clear stops have nothing left to answer.
+        state.deliveries.clear();
         state.announce.push(persist::Announce::Cleared);
         drop(state);
-        if let Some(manager) = &self.shared.sub_agents {
-            manager.clear();
-            // Their transcripts go with the parent's.
-            if let (Some((store, id)), Ok(runtime)) = (
-                delegate::store_of(&self.shared),
-                tokio::runtime::Handle::try_current(),
-            ) {
-                runtime.spawn(async move {
-                    if let Err(e) = crate::store::delete_sub_agents(store.as_ref(), &id).await {
-                        tracing::warn!("cannot delete the sub-agents of {id}: {e}");
-                    }
-                });
-            }
+        if let Some(delegation) = &self.shared.delegation {
+            delegation.clear();
         }
         // Wiped in the store now, not at the next message.
         Ok(self.keep_and_announce())

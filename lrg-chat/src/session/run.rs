@@ -52,6 +52,8 @@ pub(super) async fn run_message(
         {
             return failed(shared, TurnFailure::Failed(error));
         }
+        // With sub-agents on, their tools are among these (see
+        // `crate::sub_agents::tools`).
         let mut specs = match shared.tools.list_shared().await {
             Ok(specs) => specs,
             Err(e) => {
@@ -62,10 +64,6 @@ pub(super) async fn run_message(
                 std::sync::Arc::from([])
             }
         };
-        if shared.sub_agents.is_some() {
-            // The kept list is shared: a session with sub-agents adds its own tool to a copy.
-            specs = crate::sub_agents::tools::with_own(specs.to_vec()).into();
-        }
         let settings = shared.permissions.settings();
         // Usually every tool is offered: then the kept list itself is, and
         // no schema is copied (per turn, nor per attempt).
@@ -362,7 +360,7 @@ pub(super) async fn stream_turn_traced(
             None
         }
         Err(TurnFailure::Stopped) => Some("cancelled"),
-        Err(TurnFailure::Failed(e) | TurnFailure::LocalOnly(e)) => Some(e.kind()),
+        Err(TurnFailure::Failed(e) | TurnFailure::LocalOnly(e)) => Some(e.kind().as_str()),
     };
     if let Some(kind) = error {
         crate::otel::record_error(&span, kind);
@@ -445,6 +443,12 @@ async fn turn_attempts(
                                 text: text.clone(),
                             })
                         }
+                        TurnEvent::Loading { progress } if live => {
+                            shared.events.publish_live(Event::ModelLoading {
+                                model: model.info().id(),
+                                progress: *progress,
+                            })
+                        }
                         _ => {}
                     }
                     turn.push(event);
@@ -453,7 +457,7 @@ async fn turn_attempts(
             }
         };
         attempt += 1;
-        let kind = error.kind();
+        let kind = error.kind().as_str();
         retry_or_fail(shared, error, attempt, started, cancel).await?;
         crate::otel::retry_event(span, attempt, kind);
     }

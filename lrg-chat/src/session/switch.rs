@@ -45,7 +45,7 @@ impl SwitchableModel {
 
     /// The model in use now.
     pub fn current(&self) -> Arc<dyn ChatModel> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+        lrg_providers::sync::read(&self.0).clone()
     }
 }
 
@@ -94,7 +94,7 @@ impl ChatSession {
         state.generation += 1;
         state.user_seqs.clear();
         state.chat_allowed.clear();
-        *source.0.write().unwrap_or_else(|p| p.into_inner()) = model;
+        *lrg_providers::sync::write(&source.0) = model;
         // `cleared` once the emptied history is kept, as for a clear.
         state.announce.push(Announce::Cleared);
         drop(state);
@@ -127,7 +127,7 @@ impl ChatSession {
                 state.generation += 1;
             }
             let from = {
-                let mut current = source.0.write().unwrap_or_else(|p| p.into_inner());
+                let mut current = lrg_providers::sync::write(&source.0);
                 let from = current.info().id();
                 *current = model;
                 from

@@ -36,6 +36,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use lrg_providers::Message;
+use lrg_providers::sync::lock;
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::jsonl_files::{
@@ -46,7 +47,7 @@ use super::jsonl_format::{LockNote, header_line, parse_header, step_lines, summa
 use super::jsonl_index::KeyIndex;
 use super::{
     DamagedSession, ListFilter, ModelBinding, SessionId, SessionKeys, SessionMeta, SessionState,
-    SessionStore, SessionSummary, StoreError, StoredSession, relock, trim_start,
+    SessionStore, SessionSummary, StoreError, StoredSession, trim_start,
 };
 
 /// Sessions as JSON-lines files in one directory: `<dir>/<id>.jsonl`, a
@@ -116,7 +117,7 @@ impl JsonlStore {
     }
 
     fn writer(&self, id: &SessionId) -> Result<Arc<AsyncMutex<Writer>>, StoreError> {
-        relock(&self.open)
+        lock(&self.open)
             .get(id)
             .cloned()
             .ok_or_else(|| StoreError::NotOpen(id.clone()))
@@ -129,7 +130,7 @@ impl JsonlStore {
             id: id.clone(),
             lock: lock_path.clone(),
         };
-        if relock(&self.open).contains_key(id) {
+        if lock(&self.open).contains_key(id) {
             return Err(locked());
         }
         std::fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
@@ -147,7 +148,7 @@ impl JsonlStore {
     }
 
     fn register(&self, writer: Writer) {
-        relock(&self.open).insert(writer.id.clone(), Arc::new(AsyncMutex::new(writer)));
+        lock(&self.open).insert(writer.id.clone(), Arc::new(AsyncMutex::new(writer)));
     }
 
     /// Every session file in the directory: the readable ones, most
@@ -410,13 +411,13 @@ impl SessionStore for JsonlStore {
             let index = self.index.clone();
             let dir = self.dir.clone();
             let keys = keys.clone();
-            blocking(move || relock(&index).find(&dir, &keys)).await
+            blocking(move || lock(&index).find(&dir, &keys)).await
         })
     }
 
     fn delete<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let open = relock(&self.open).get(id).cloned();
+            let open = lock(&self.open).get(id).cloned();
             if let Some(writer) = open {
                 let mut writer = writer.lock_owned().await;
                 let existed = blocking(move || {
@@ -430,7 +431,7 @@ impl SessionStore for JsonlStore {
                     Ok(existed)
                 })
                 .await?;
-                relock(&self.open).remove(id);
+                lock(&self.open).remove(id);
                 return Ok(existed);
             }
             let path = self.path_of(id);
@@ -452,7 +453,7 @@ impl SessionStore for JsonlStore {
     fn archive<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let archived = |meta: &mut SessionMeta| meta.archived = true;
-            let open = relock(&self.open).get(id).cloned();
+            let open = lock(&self.open).get(id).cloned();
             if let Some(writer) = open {
                 // Written here: archived in place, under the writer's lock,
                 // and the session goes on being written.
@@ -528,7 +529,7 @@ impl SessionStore for JsonlStore {
         Box::pin(async move {
             let name = name.filter(|n| !n.is_empty()).map(str::to_string);
             let renamed = move |meta: &mut SessionMeta| meta.name = name;
-            let open = relock(&self.open).get(id).cloned();
+            let open = lock(&self.open).get(id).cloned();
             if let Some(writer) = open {
                 // Written here: renamed in place, under the writer's lock.
                 let mut writer = writer.lock_owned().await;
@@ -564,7 +565,7 @@ impl SessionStore for JsonlStore {
 
     fn release<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, ()> {
         // Dropping the writer closes the lock file, which frees the lock.
-        relock(&self.open).remove(id);
+        lock(&self.open).remove(id);
         Box::pin(async {})
     }
 }

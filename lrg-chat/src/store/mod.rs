@@ -37,7 +37,6 @@ mod setup;
 mod trim;
 
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
 
 use futures::future::BoxFuture;
 use lrg_providers::{Message, Usage};
@@ -383,10 +382,7 @@ pub fn first_message(rows: &[Message]) -> Option<String> {
 /// `text` on one line, cut to [`TITLE_CHARS`] characters with `…` when cut.
 pub(crate) fn clip_title(text: &str) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.char_indices().nth(TITLE_CHARS) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line,
-    }
+    lrg_providers::text::clip(&line, TITLE_CHARS)
 }
 
 /// A session a store cannot read ([`SessionStore::damaged`]); it is left
@@ -694,10 +690,4 @@ pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// A mutex whose holders leave the data consistent at every step, so a
-/// panic elsewhere is no reason to refuse it.
-pub(crate) fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -29,13 +29,13 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use lrg_providers::Message;
+use lrg_providers::sync::lock;
 use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncGuard, OnceCell};
 use tokio_postgres::{Client, NoTls};
 
 use super::{
     DamagedSession, FORMAT_VERSION, ListFilter, ModelBinding, SessionId, SessionKeys, SessionMeta,
-    SessionState, SessionStore, SessionSummary, StoreError, StoredSession, loaded, relock,
-    trim_start,
+    SessionState, SessionStore, SessionSummary, StoreError, StoredSession, loaded, trim_start,
 };
 
 const MIGRATION: &str = "
@@ -160,7 +160,7 @@ impl PgStore {
     }
 
     fn is_open(&self, id: &SessionId) -> bool {
-        relock(&self.open).contains(id)
+        lock(&self.open).contains(id)
     }
 
     async fn take_lock(&self, client: &Client, id: &SessionId) -> Result<(), StoreError> {
@@ -374,7 +374,7 @@ impl SessionStore for PgStore {
                 .map_err(db);
             match inserted {
                 Ok(1) => {
-                    relock(&self.open).insert(meta.id.clone());
+                    lock(&self.open).insert(meta.id.clone());
                     Ok(())
                 }
                 other => {
@@ -407,7 +407,7 @@ impl SessionStore for PgStore {
             .await;
             match result {
                 Ok(stored) => {
-                    relock(&self.open).insert(id.clone());
+                    lock(&self.open).insert(id.clone());
                     Ok(stored)
                 }
                 Err(e) => {
@@ -529,7 +529,7 @@ impl SessionStore for PgStore {
             let client = self.client().await?;
             // Ours: stop writing first, so no append queued behind this one
             // brings it back. Not ours: it must not be anyone's.
-            let ours = relock(&self.open).remove(id);
+            let ours = lock(&self.open).remove(id);
             if !ours {
                 self.take_lock(&client, id).await?;
             }
@@ -600,7 +600,7 @@ impl SessionStore for PgStore {
     }
 
     fn release<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, ()> {
-        let ours = relock(&self.open).remove(id);
+        let ours = lock(&self.open).remove(id);
         let shared = self.client.get().cloned();
         let id = id.clone();
         // Spawned, so the lock is freed even if the future is dropped.

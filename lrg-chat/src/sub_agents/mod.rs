@@ -22,6 +22,14 @@
 //! (`busy` with `autonomous: true`). Results that come while the parent
 //! works wait for the end of that message and enter one per turn.
 //!
+//! # A layer on the session
+//!
+//! Sub-agents are built on the session's public entry points, not woven
+//! into its loop: the three tools are a [`crate::tools::Tools`] wrapped
+//! around the session's own, and a finished sub-agent's answer comes back
+//! through [`ChatSession::deliver`]. An app's own delegation can be written
+//! the same way (see [`crate::session::Delivery`]).
+//!
 //! A sub-agent's approval questions surface on the parent's stream as
 //! `approval_needed` with a `sub_agent` label and a call id prefixed with the
 //! sub-agent's id, answered on the parent like any other.
@@ -45,6 +53,7 @@
 //! Without a store only its history stays, in memory, for
 //! `read_sub_agent`.
 
+mod layer;
 mod runner;
 mod stored;
 pub(crate) mod tools;
@@ -58,9 +67,10 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::Event;
-use crate::session::{ChatSession, Shared};
+use crate::session::{ChatSession, Delivery, Shared};
 use crate::store::SessionId;
 
+pub(crate) use layer::manager_of;
 pub use stored::{SubAgentEnd, SubAgentTask, stored};
 pub use tools::{LIST_SUB_AGENTS, READ_SUB_AGENT, SPAWN_SUB_AGENT, SUB_AGENT_RESULT};
 
@@ -216,15 +226,6 @@ pub(crate) enum View {
     Stored(SessionId),
 }
 
-/// A sub-agent's final word, waiting to enter the parent's history.
-pub(crate) struct Finished {
-    pub(crate) n: u64,
-    pub(crate) id: String,
-    pub(crate) description: String,
-    pub(crate) text: String,
-    pub(crate) ok: bool,
-}
-
 #[derive(Default)]
 struct Agents {
     /// The last `n` given; `None` until the first spawn looked in the store.
@@ -233,13 +234,14 @@ struct Agents {
     /// Ids of queued agents, oldest first.
     queue: VecDeque<String>,
     running: usize,
-    pending: VecDeque<Finished>,
     /// (user messages so far, sub-agents spawned since the last one).
     per_message: (usize, usize),
 }
 
 /// The sub-agents of one session (held by its shared state).
 pub(crate) struct Manager {
+    /// Itself, for what outlives a call (a result's release, a runner).
+    me: Weak<Manager>,
     config: SubAgents,
     parent: Weak<Shared>,
     /// The parent's id: its store id, or a random one when it is not stored.
@@ -250,14 +252,15 @@ pub(crate) struct Manager {
 }
 
 impl Manager {
-    pub(crate) fn new(config: SubAgents, parent: Weak<Shared>, parent_id: SessionId) -> Self {
-        Self {
+    pub(crate) fn new(config: SubAgents, parent: Weak<Shared>, parent_id: SessionId) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
             config,
             parent,
             parent_id,
             agents: Mutex::default(),
             changed: watch::Sender::new(0),
-        }
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Agents> {
@@ -324,19 +327,16 @@ impl Manager {
         }
     }
 
-    /// Whether nothing is queued, running or waiting to be delivered.
-    pub(crate) fn is_quiet(&self) -> bool {
+    /// Whether nothing is queued or running (a result waiting to enter
+    /// the history waits in the parent: see [`ChatSession::is_settled`]).
+    fn is_quiet(&self) -> bool {
         let agents = self.lock();
-        agents.queue.is_empty() && agents.running == 0 && agents.pending.is_empty()
-    }
-
-    pub(crate) fn subscribe_changes(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
+        agents.queue.is_empty() && agents.running == 0
     }
 
     /// The sub-agent and its call id for an approval `call_id` of the form
     /// `{sub-agent id}::{call id}`.
-    pub(crate) fn route_approval(&self, call_id: &str) -> Option<(ChatSession, String)> {
+    fn route_approval(&self, call_id: &str) -> Option<(ChatSession, String)> {
         let agents = self.lock();
         agents.list.iter().find_map(|a| {
             let rest = call_id
@@ -348,7 +348,7 @@ impl Manager {
 
     /// The approval questions of the running sub-agents, as the parent
     /// shows them (`{sub-agent id}::{call id}`).
-    pub(crate) fn pending_approvals(&self) -> Vec<String> {
+    fn pending_approvals(&self) -> Vec<String> {
         let sessions: Vec<(String, ChatSession)> = self
             .lock()
             .list
@@ -365,25 +365,17 @@ impl Manager {
             .collect()
     }
 
-    /// The next finished result to enter the parent's history; its
-    /// sub-agent is released (its result is all the parent gets of it).
-    pub(crate) fn next_pending(&self) -> Option<Finished> {
-        let mut agents = self.lock();
-        let next = agents.pending.pop_front();
-        if let Some(done) = &next
-            && let Some(agent) = agents.list.iter_mut().find(|a| a.n == done.n)
-        {
+    /// Release sub-agent number `n`: its result is in the parent's history,
+    /// and that is all the parent gets of it.
+    fn release(&self, n: u64) {
+        if let Some(agent) = self.lock().list.iter_mut().find(|a| a.n == n) {
             agent.release();
         }
-        drop(agents);
-        if next.is_some() {
-            self.bump();
-        }
-        next
+        self.bump();
     }
 
     /// Stop the queued sub-agents (they never start); returns how many.
-    pub(crate) fn stop_queued(&self) -> usize {
+    fn stop_queued(&self) -> usize {
         let stopped = self.take_queued();
         for id in &stopped {
             self.publish(Event::SubtaskStatus {
@@ -412,7 +404,7 @@ impl Manager {
     }
 
     /// Stop the running sub-agents; returns how many were told.
-    pub(crate) fn stop_running(&self) -> usize {
+    fn stop_running(&self) -> usize {
         let running: Vec<ChatSession> = self
             .lock()
             .list
@@ -426,9 +418,10 @@ impl Manager {
         running.len()
     }
 
-    /// Stop and forget every sub-agent (the parent was cleared: its
-    /// `cleared` says enough, so no `subtask_status` is published).
-    pub(crate) fn clear(&self) {
+    /// Stop and forget every sub-agent, and delete their transcripts,
+    /// which go with the parent's (the parent was cleared: its `cleared`
+    /// says enough, so no `subtask_status` is published).
+    fn clear(&self) {
         self.take_queued();
         self.stop_running();
         let mut agents = self.lock();
@@ -436,15 +429,25 @@ impl Manager {
             agent.ended.cancel();
         }
         agents.list.clear();
-        agents.pending.clear();
         agents.running = 0;
         drop(agents);
         self.bump();
+        let kept = self
+            .parent
+            .upgrade()
+            .and_then(|p| crate::session::store_of(&p));
+        if let (Some((store, id)), Ok(runtime)) = (kept, tokio::runtime::Handle::try_current()) {
+            runtime.spawn(async move {
+                if let Err(e) = crate::store::delete_sub_agents(store.as_ref(), &id).await {
+                    tracing::warn!("cannot delete the sub-agents of {id}: {e}");
+                }
+            });
+        }
     }
 
     /// Start queued sub-agents while there is room.
     pub(crate) fn start_queued(&self) {
-        let Some(parent) = self.parent.upgrade() else {
+        let (Some(parent), Some(me)) = (self.parent.upgrade(), self.me.upgrade()) else {
             return;
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -462,7 +465,7 @@ impl Manager {
             let Some(agent) = agents.list.iter_mut().find(|a| a.info.id == id) else {
                 continue;
             };
-            let (session, stored) = crate::session::sub_agent_session(&parent, &id);
+            let (session, stored) = crate::session::child_session(&parent, &id);
             agent.session = Some(session.clone());
             agent.info.status = SubAgentStatus::Running;
             let started_ms = crate::store::now_ms();
@@ -484,16 +487,24 @@ impl Manager {
                     status: SubAgentStatus::Running,
                 },
             );
-            runtime.spawn(runner::run(parent.clone(), id, session, stored, task));
+            runtime.spawn(runner::run(
+                me.clone(),
+                parent.clone(),
+                id,
+                session,
+                stored,
+                task,
+            ));
         }
     }
 
     /// Record how sub-agent `id` ended (at `ended_ms`; its transcript is
-    /// in the store when `stored`) and say so on the parent's stream;
-    /// returns false when it was forgotten meanwhile (the parent was
-    /// cleared).
+    /// in the store when `stored`), hand its result to the parent `parent`
+    /// and say so on the parent's stream; returns false when it was
+    /// forgotten meanwhile (the parent was cleared).
     fn finished(
         &self,
+        parent: &Shared,
         id: &str,
         status: SubAgentStatus,
         text: String,
@@ -512,19 +523,30 @@ impl Manager {
         if status == SubAgentStatus::Stopped {
             agent.release();
         }
-        let done = Finished {
-            n: agent.n,
-            id: id.to_string(),
-            description: agent.info.description.clone(),
+        let n = agent.n;
+        let done = Delivery::new(
+            // Unique in the history (the numbers are), and of the characters
+            // every API accepts in a call id.
+            format!("sub_agent_result_{n}"),
+            SUB_AGENT_RESULT,
+            serde_json::json!({"sub_session_id": id, "description": agent.info.description}),
             text,
-            ok: status == SubAgentStatus::Done,
-        };
+            status == SubAgentStatus::Done,
+        );
         agents.running = agents.running.saturating_sub(1);
-        // A stop is the person's choice: no result, no turn to react to it.
-        if status != SubAgentStatus::Stopped {
-            agents.pending.push_back(done);
-        }
         drop(agents);
+        // A stop is the person's choice: no result, no turn to react to it.
+        // Queued in the parent before the change is told, so that the parent
+        // is never seen settled with a result still to come in.
+        if status != SubAgentStatus::Stopped {
+            let me = self.me.clone();
+            let done = done.on_entered(move || {
+                if let Some(manager) = me.upgrade() {
+                    manager.release(n);
+                }
+            });
+            crate::session::queue_delivery(parent, done);
+        }
         self.bump();
         self.publish(Event::SubtaskStatus {
             sub_session_id: id.to_string(),
@@ -532,9 +554,4 @@ impl Manager {
         });
         true
     }
-}
-
-/// The manager of a parent, for the runner (which holds the parent alive).
-fn manager_of(parent: &Arc<Shared>) -> Option<&Manager> {
-    crate::session::sub_agent_manager(parent)
 }

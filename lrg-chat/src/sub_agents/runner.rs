@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{SubAgentStatus, SubAgentTask, manager_of};
+use super::{Manager, SubAgentStatus, SubAgentTask};
 use crate::events::Event;
 use crate::session::{ApprovalRequest, ChatSession, Shared};
 use crate::store::{SessionId, SessionMeta, SessionStore};
@@ -24,6 +24,7 @@ pub(super) struct Task {
 /// its task, then record its end (in the store first) on the parent and
 /// let the parent react.
 pub(super) async fn run(
+    manager: Arc<Manager>,
     parent: Arc<Shared>,
     id: String,
     sub: ChatSession,
@@ -79,11 +80,9 @@ pub(super) async fn run(
         }
         store.release(sub_id).await;
     }
-    if let Some(manager) = manager_of(&parent)
-        && manager.finished(&id, status, text, ended_ms, saved)
-    {
+    if manager.finished(&parent, &id, status, text, ended_ms, saved) {
         manager.start_queued();
-        session::deliver(&parent);
+        session::deliver_next(&parent);
     }
 }
 

@@ -1,7 +1,7 @@
 //! The three built-in tools (`spawn_sub_agent`, `list_sub_agents`,
 //! `read_sub_agent`) and the name of the synthetic `sub_agent_result` call.
 
-use lrg_providers::{ToolAnnotations, ToolCall, ToolSpec};
+use lrg_providers::{ToolAnnotations, ToolSpec};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -125,12 +125,21 @@ struct ReadArgs {
     limit: Option<usize>,
 }
 
-/// Run one of the built-in tools for the parent `shared`.
-pub(crate) async fn call(manager: &Manager, shared: &Shared, call: &ToolCall) -> ToolOutput {
-    match call.name.as_str() {
-        SPAWN_SUB_AGENT => spawn(manager, shared, call).await,
+/// Run the built-in tool `name` with `arguments`, as the parent's call
+/// `call_id`.
+pub(crate) async fn call(
+    manager: &Manager,
+    name: &str,
+    call_id: &str,
+    arguments: &Value,
+) -> ToolOutput {
+    let Some(shared) = manager.parent.upgrade() else {
+        return ToolOutput::error("The chat that spawns sub-agents has ended.");
+    };
+    match name {
+        SPAWN_SUB_AGENT => spawn(manager, &shared, call_id, arguments).await,
         LIST_SUB_AGENTS => list(manager),
-        READ_SUB_AGENT => read(manager, shared, &call.arguments).await,
+        READ_SUB_AGENT => read(manager, &shared, arguments).await,
         other => ToolOutput::error(format!("`{other}` is not a sub-agent tool.")),
     }
 }
@@ -142,9 +151,9 @@ fn parse<T: for<'de> Deserialize<'de>>(arguments: &Value, expected: &str) -> Res
         .map_err(|e| format!("Invalid arguments: {e}. Expected {expected}."))
 }
 
-async fn spawn(manager: &Manager, shared: &Shared, call: &ToolCall) -> ToolOutput {
+async fn spawn(manager: &Manager, shared: &Shared, call_id: &str, arguments: &Value) -> ToolOutput {
     let expected = r#"{"tasks": [{"description": "...", "prompt": "..."}]}"#;
-    let args: SpawnArgs = match parse(&call.arguments, expected) {
+    let args: SpawnArgs = match parse(arguments, expected) {
         Ok(args) => args,
         Err(refusal) => return ToolOutput::error(refusal),
     };
@@ -201,7 +210,7 @@ async fn spawn(manager: &Manager, shared: &Shared, call: &ToolCall) -> ToolOutpu
                 n: last,
                 description: task.description,
                 status: SubAgentStatus::Queued,
-                call_id: call.id.clone(),
+                call_id: call_id.to_string(),
                 started_ms: None,
                 ended_ms: None,
             },
@@ -220,7 +229,7 @@ async fn spawn(manager: &Manager, shared: &Shared, call: &ToolCall) -> ToolOutpu
         crate::session::publish(
             shared,
             Event::SubtaskStart {
-                call_id: call.id.clone(),
+                call_id: call_id.to_string(),
                 sub_session_id: id.clone(),
                 description: description.clone(),
             },

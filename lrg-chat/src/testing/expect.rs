@@ -11,6 +11,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub(crate) use lrg_providers::text::clip;
+
 use super::transcript::{Outcome, Transcript};
 
 /// Everything a run must do. Every field is optional; an empty set still
@@ -484,14 +486,6 @@ fn check_reply(reply: &ReplyExpectation, run: &Transcript) -> Vec<Failure> {
         }
     }
     failures
-}
-
-/// `text` cut to at most `max` characters, with an ellipsis when cut.
-pub(crate) fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
 }
 
 impl Outcome {

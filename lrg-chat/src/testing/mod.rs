@@ -51,6 +51,7 @@
 //! ```
 
 mod expect;
+pub(crate) use expect::clip;
 mod fixed_tools;
 mod transcript;
 

@@ -1,5 +1,5 @@
 //! The MCP client configuration users already have:
-//! `{"mcpServers": {"<name>": {"command", "args", "env", "cwd"} | {"url", "headers"}}}`.
+//! `{"mcpServers": {"<name>": {"command", "args", "env", "cwd"} | {"url", "headers", "oauth"}}}`.
 //!
 //! This is the format of Claude Desktop, Cursor, VS Code and most MCP clients,
 //! so a user can paste the file they have. Unknown keys inside a server entry
@@ -89,7 +89,7 @@ pub struct StdioServerConfig {
     pub cwd: Option<PathBuf>,
 }
 
-/// A streamable-HTTP server: `{"url", "headers"}`.
+/// A streamable-HTTP server: `{"url", "headers", "oauth"}`.
 #[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct HttpServerConfig {
     /// The MCP endpoint, e.g. `https://example.com/mcp`.
@@ -98,6 +98,11 @@ pub struct HttpServerConfig {
     /// are secrets as far as this crate is concerned: `Debug` redacts them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// `"oauth"`: the server takes an OAuth login, with this pre-registered
+    /// client or scopes (see [`super::oauth`]). A server without it still
+    /// gets its stored tokens, if it was logged in to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<super::oauth::OAuthSettings>,
 }
 
 /// Why a configuration could not be read.
@@ -454,7 +459,12 @@ fn parse_server(name: &str, entry: Value) -> Result<McpServerConfig, McpConfigEr
                     )));
                 }
             }
-            Ok(McpServerConfig::Http(HttpServerConfig { url, headers }))
+            let oauth = super::oauth::parse_settings(map.get("oauth")).map_err(err)?;
+            Ok(McpServerConfig::Http(HttpServerConfig {
+                url,
+                headers,
+                oauth,
+            }))
         }
     }
 }
@@ -541,6 +551,7 @@ impl fmt::Debug for HttpServerConfig {
         f.debug_struct("HttpServerConfig")
             .field("url", &self.url)
             .field("headers", &Redacted(self.headers.keys()))
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -562,7 +573,14 @@ impl HttpServerConfig {
         Self {
             url: url.into(),
             headers: BTreeMap::new(),
+            oauth: None,
         }
+    }
+
+    /// Log in to it with OAuth, with these client settings.
+    pub fn oauth(mut self, settings: super::oauth::OAuthSettings) -> Self {
+        self.oauth = Some(settings);
+        self
     }
 
     /// Add a header sent with every request.

@@ -87,7 +87,9 @@ pub use host::{
     ToolSource,
 };
 pub(crate) use mcp::link as mcp_link;
+pub use mcp::oauth;
 pub use mcp::roots::Root;
+pub(crate) use mcp::sampling as mcp_sampling;
 pub use mcp::{
     ExpandedPrompt, Listing, McpPrompt, McpPromptArgument, McpRequestError, McpResource,
     McpResourceTemplate, Page, ResourceBody, ResourceContents, ResourceUpdate,

@@ -280,12 +280,9 @@ pub fn describe_found(specs: &[ToolSpec], names: &[&str]) -> String {
     text
 }
 
+/// The first line of `text`, clipped to `max` characters.
 fn clip(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or_default();
-    match line.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line.to_owned(),
-    }
+    lrg_providers::text::clip(text.lines().next().unwrap_or_default(), max)
 }
 
 /// The tools offered while searching: `specs` in their order, those in

@@ -149,6 +149,7 @@ function modelButton(m, onPick) {
   line.appendChild(el("span", null, m.model));
   line.appendChild(el("span", `badge ${m.locality}`, m.locality));
   if (m.current) line.appendChild(el("span", "notice", "current"));
+  if (m.loaded) line.appendChild(el("span", "notice", "loaded"));
   if (m.reason) b.appendChild(el("span", "reason", m.reason));
   if (m.sends_to && m.locality !== "local") b.appendChild(el("span", "reason", `sends to ${m.sends_to}`));
   b.disabled = !m.available || Boolean(m.current && onPick === switchTo);
@@ -183,6 +184,8 @@ async function loadModels() {
   const data = await api("GET", "/models");
   current = data.current;
   menuData = data;
+  // An agent that keeps its own conversation cannot be summarized for it.
+  $("compact").hidden = Boolean(current.keeps_conversation);
   cloudConsented = Boolean(data.cloud_consented);
   listChat({ session, token, model: current.id });
   $("model-button").textContent = `${current.id} ▾`;

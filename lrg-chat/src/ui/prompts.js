@@ -6,10 +6,33 @@
 // the arguments; a missing or unknown one comes back as an error naming it.
 MENUS.push(["prompts-panel", "prompts-button"]);
 
+// The slash commands the chat's agent (an ACP agent as the model) takes, from
+// its newest `agent_commands` event; picking one writes `/name ` in the box
+// and sending it passes it to the agent as typed.
+let agentCommands = [];
+
+function drawAgentCommands(panel) {
+  if (!agentCommands.length) return;
+  panel.appendChild(el("h3", null, "Commands of the agent"));
+  for (const c of agentCommands) {
+    const pick = panel.appendChild(el("button", "agent-command", `/${c.name}`));
+    pick.type = "button";
+    pick.title = c.hint ? `${c.description} (then: ${c.hint})` : c.description;
+    pick.appendChild(el("span", "muted", ` — ${c.description}`));
+    pick.addEventListener("click", () => {
+      const input = $("input");
+      input.value = `/${c.name} `;
+      closeMenus();
+      input.focus();
+    });
+  }
+}
+
 async function drawPrompts() {
   const data = await api("GET", "/prompts");
   const panel = $("prompts-panel");
   panel.replaceChildren();
+  drawAgentCommands(panel);
   panel.appendChild(el("h3", null, "Prompts of the tool servers"));
   if (!data.prompts.length) panel.appendChild(el("div", "notice", "No tool server of this chat offers prompts."));
   for (const p of data.prompts) {

@@ -147,6 +147,19 @@ handlers.tool_progress = (e) => {
   p.text.textContent = (e.message ? `${e.message} ` : "") + pct.trim();
 };
 
+// A local model loading before this chat's turn (live only): one bar,
+// gone once the model is in.
+let loadingBar = null;
+handlers.model_loading = (e) => {
+  if (!loadingBar || !loadingBar.isConnected) {
+    loadingBar = add(el("div", "notice loading", `Loading ${e.model}`));
+    loadingBar.bar = loadingBar.appendChild(el("progress"));
+    loadingBar.bar.max = 1;
+  }
+  loadingBar.bar.value = e.progress;
+  if (e.progress >= 1) { loadingBar.remove(); loadingBar = null; }
+};
+
 handlers.server_log = (e) => {
   notice(`${e.server} ${e.level}: ${e.message}`, e.level === "warning" ? "warning" : "error", e.seq);
 };

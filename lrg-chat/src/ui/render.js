@@ -415,6 +415,19 @@ const handlers = {
     refreshLast();
   },
   cleared(e) { clearView(); resetMeter(); notice("The conversation was cleared.", "", e.seq); updateControls(); },
+  agent_commands(e) { agentCommands = e.commands || []; },
+  plan(e) {
+    // The agent tells its plan whole each time: the newest replaces the last.
+    for (const old of log.querySelectorAll(".plan")) old.remove();
+    const p = el("div", "plan");
+    p.appendChild(el("div", "notice", "The agent's plan:"));
+    const list = p.appendChild(el("ol"));
+    const marks = { completed: "✓", in_progress: "▸", pending: "○" };
+    for (const step of e.entries || []) {
+      list.appendChild(el("li", `plan-${step.status}`, `${marks[step.status] || "○"} ${step.content}`));
+    }
+    add(p, e.seq);
+  },
   model_switched(e) {
     notice(`Switched from ${e.from} to ${e.to}`, "divider", e.seq);
     if (!current || current.id !== e.to) loadModels().catch(() => { /* the menu says it next time */ });

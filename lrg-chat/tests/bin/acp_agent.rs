@@ -7,13 +7,20 @@
 //! `slow` streams `tick` until cancelled (with `late`, it goes on sending
 //! `late` chunks for a while after answering the cancel); `die` exits at
 //! once (exit code 3);
+//! `echo` answers `[SESSION] ` and every text block it was sent, joined;
 //! `who` answers with the session's id (`s1`, `s2`, ... in order of creation;
 //! with `wait`, after 200 ms);
+//! `which model` answers `model ID` (the session's model option);
 //! a prompt carrying a typed answer's instructions answers `{"ok": true}`.
+//!
+//! Each session offers a model config option (category `model`) with two
+//! models, `fast` (the default) and `deep`, set with
+//! `session/set_config_option`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
@@ -21,10 +28,12 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock,
     ContentChunk, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionKind, Plan, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionId, SessionNotification,
-    SessionUpdate, StopReason, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind, UsageUpdate,
+    PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
+    SessionConfigSelectOption, SessionId, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason, ToolCall,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
@@ -38,12 +47,27 @@ fn send(cx: &ConnectionTo<Client>, session: &SessionId, update: SessionUpdate) {
         .unwrap();
 }
 
+/// Each session's model.
+type Models = Arc<Mutex<HashMap<String, String>>>;
+
+fn model_options(current: &str) -> Vec<SessionConfigOption> {
+    let choices = vec![
+        SessionConfigSelectOption::new("fast", "Fast model"),
+        SessionConfigSelectOption::new("deep", "Deep model"),
+    ];
+    vec![
+        SessionConfigOption::select("model", "Model", current.to_string(), choices)
+            .category(SessionConfigOptionCategory::Model),
+    ]
+}
+
 async fn answer(
     cx: ConnectionTo<Client>,
     req: PromptRequest,
     cancels: Arc<AtomicU64>,
+    models: Models,
 ) -> StopReason {
-    let text: String = req
+    let all: String = req
         .prompt
         .iter()
         .filter_map(|b| match b {
@@ -51,8 +75,28 @@ async fn answer(
             _ => None,
         })
         .collect();
+    // The words that steer the fixture count in the message itself, not in
+    // a history lrg replays ahead of it.
+    let text: String = req
+        .prompt
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) if !t.text.starts_with("[lrg]") => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect();
     if text.contains("die") {
         std::process::exit(3);
+    }
+    // What lrg sent, every block of it: a replayed history shows.
+    if text.contains("echo") {
+        let said = format!("[{}] {all}", req.session_id.0);
+        send(
+            &cx,
+            &req.session_id,
+            SessionUpdate::AgentMessageChunk(chunk(&said)),
+        );
+        return StopReason::EndTurn;
     }
     // A typed message: lrg sends the schema's instructions with the prompt.
     if text.contains("JSON Schema of the answer") {
@@ -60,6 +104,16 @@ async fn answer(
             &cx,
             &req.session_id,
             SessionUpdate::AgentMessageChunk(chunk(r#"{"ok": true}"#)),
+        );
+        return StopReason::EndTurn;
+    }
+    if text.contains("which model") {
+        let model = models.lock().unwrap().get(&*req.session_id.0).cloned();
+        let said = format!("model {}", model.unwrap_or_default());
+        send(
+            &cx,
+            &req.session_id,
+            SessionUpdate::AgentMessageChunk(chunk(&said)),
         );
         return StopReason::EndTurn;
     }
@@ -106,7 +160,18 @@ async fn answer(
         }
         return StopReason::EndTurn;
     }
-    send(&cx, &req.session_id, SessionUpdate::Plan(Plan::new(vec![])));
+    send(
+        &cx,
+        &req.session_id,
+        SessionUpdate::Plan(Plan::new(vec![
+            PlanEntry::new(
+                "write a.txt",
+                PlanEntryPriority::High,
+                PlanEntryStatus::InProgress,
+            ),
+            PlanEntry::new("check it", PlanEntryPriority::Low, PlanEntryStatus::Pending),
+        ])),
+    );
     send(
         &cx,
         &req.session_id,
@@ -194,6 +259,8 @@ async fn main() {
     let cancels = Arc::new(AtomicU64::new(0));
     let on_cancel = cancels.clone();
     let sessions = AtomicU64::new(0);
+    let models: Models = Arc::default();
+    let (made, chosen) = (models.clone(), models.clone());
     Agent
         .v1()
         .name("fixture-agent")
@@ -209,15 +276,32 @@ async fn main() {
         .on_receive_request(
             async move |_req: NewSessionRequest, responder, _cx| {
                 let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
-                responder.respond(NewSessionResponse::new(format!("s{n}")))
+                let id = format!("s{n}");
+                made.lock().unwrap().insert(id.clone(), "fast".into());
+                responder.respond(NewSessionResponse::new(id).config_options(model_options("fast")))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionConfigOptionRequest, responder, _cx| {
+                let SessionConfigOptionValue::ValueId { value } = req.value else {
+                    panic!("the fixture's options are selects");
+                };
+                assert_eq!(&*req.config_id.0, "model");
+                assert!(["fast", "deep"].contains(&&*value.0), "{value:?}");
+                chosen
+                    .lock()
+                    .unwrap()
+                    .insert(req.session_id.0.to_string(), value.0.to_string());
+                responder.respond(SetSessionConfigOptionResponse::new(model_options(&value.0)))
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
             async move |req: PromptRequest, responder, cx: ConnectionTo<Client>| {
-                let (conn, flag) = (cx.clone(), cancels.clone());
+                let (conn, flag, models) = (cx.clone(), cancels.clone(), models.clone());
                 cx.spawn(async move {
-                    let stop = answer(conn, req, flag).await;
+                    let stop = answer(conn, req, flag, models).await;
                     responder.respond(PromptResponse::new(stop))
                 })
             },

@@ -40,6 +40,9 @@ pub struct ModelArgs {
     /// of it, before the attempt fails (retried until --turn-deadline) [default: 60]
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     pub model_timeout: Option<std::time::Duration>,
+    /// How local engines are loaded and kept.
+    #[command(flatten)]
+    pub engine: super::EngineArgs,
 }
 
 /// Limits on one model turn: how large its answer may grow, and how long its

@@ -35,8 +35,8 @@ use serde_json::Value;
 
 use crate::cli::ReplyMatch;
 use crate::exit::{CliError, Exit};
-use crate::test::runner::run_session;
-use crate::test::scenario::{self, Case};
+use crate::suite::runner::run_session;
+use crate::suite::scenario::{self, Case};
 use crate::{out, usage};
 use kept::{KeptAnswers, KeptTools};
 use scenario_out::{

@@ -62,6 +62,7 @@ pub fn turn(
     max_tokens: u32,
 ) -> EngineTurn {
     EngineTurn {
+        sequence: lrg_providers::local_chat::SequenceId(0),
         messages,
         schema,
         max_tokens,
@@ -98,6 +99,8 @@ pub async fn run(engine: &LlamaEngine, turn: EngineTurn) -> Result<Outcome, Prov
                         stop,
                     });
                 }
+                // Prefill counts: the KV-reuse tests read them themselves.
+                _ => {}
             }
         }
         panic!("stream ended without Done");

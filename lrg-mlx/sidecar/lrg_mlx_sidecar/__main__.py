@@ -23,8 +23,13 @@ EXIT_BAD_MODEL = 4
 def main() -> None:
     ap = argparse.ArgumentParser(prog="lrg-mlx-sidecar", description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, required=True, help="an MLX model directory")
+    ap.add_argument("--parallel", type=int, default=4, help="prompt caches always kept")
+    ap.add_argument("--kv-cache-mem", type=int, default=2 << 30,
+                    help="bytes of caches kept past --parallel")
     args = ap.parse_args()
     ch = Channel()
+    loading = lambda fraction: ch.send({"type": "loading", "progress": fraction})
+    loading(0.0)
 
     try:
         # mlx first: it is the one most often missing.
@@ -33,6 +38,7 @@ def main() -> None:
         import llguidance
 
         from .engine import Engine, TurnError
+        loading(0.2)
     except ImportError as e:
         ch.send({
             "type": "fatal",
@@ -46,7 +52,7 @@ def main() -> None:
     try:
         if not (model_dir / "config.json").is_file():
             raise FileNotFoundError(f"{model_dir} has no config.json: not a model directory")
-        engine = Engine(model_dir)
+        engine = Engine(model_dir, args.parallel, args.kv_cache_mem, loading)
     except Exception as e:  # any load failure is the model's: say which and why
         traceback.print_exc()
         ch.send({"type": "fatal", "kind": "bad_model",
@@ -76,6 +82,9 @@ def main() -> None:
                 engine.generate(req, ch)
             elif op == "ping":
                 ch.send({"type": "pong", "id": rid})
+            elif op == "release":
+                # No reply: the chat is gone and waits for nothing.
+                engine.release(int(req.get("sequence") or 0))
             elif op == "clear_cache":
                 engine.reset_cache()
                 ch.send({"type": "pong", "id": rid})

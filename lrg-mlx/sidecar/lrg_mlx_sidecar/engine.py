@@ -1,14 +1,25 @@
-"""One model, its prompt cache and its constraint; turns run one at a time.
+"""One model, a prompt cache per chat (sequence) and the constraint; turns
+run one at a time.
 
-The prompt cache holds the KV state of `cached` tokens. A turn trims it to the
-longest prefix its prompt shares with them and evaluates only the rest (at
-least the last prompt token, whose logits start the answer).
+Each sequence's prompt cache holds the KV state of its `cached` tokens. A
+turn trims it to the longest prefix its prompt shares with them and evaluates
+only the rest (at least the last prompt token, whose logits start the answer).
+A cache that cannot be trimmed (sliding-window layers) is instead restored
+from the copy kept after the previous turn's prompt, so turn 2 evaluates only
+what turn 1 added, not everything again.
+
+`parallel` caches are always kept; past that, the least recently used
+sequences' caches are dropped while they hold more than `kv_cache_mem` bytes
+(that sequence's next turn evaluates its whole prompt and says so).
 """
 
 from __future__ import annotations
 
 import codecs
+import copy
+import os
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Optional
 
@@ -16,7 +27,12 @@ import llguidance
 import llguidance.hf
 import mlx.core as mx
 from mlx_lm import load
-from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache, trim_prompt_cache
+from mlx_lm.models.cache import (
+    RotatingKVCache,
+    can_trim_prompt_cache,
+    make_prompt_cache,
+    trim_prompt_cache,
+)
 
 from .constraint import Constraint
 from .protocol import Channel
@@ -66,10 +82,30 @@ def nucleus(logits: mx.array, top_p: float) -> mx.array:
     return mx.where(probs >= cutoff, logits, -mx.inf)
 
 
+class Sequence:
+    """One chat's prompt cache, and the copy kept after its last prompt when
+    the cache cannot be trimmed."""
+
+    def __init__(self, cache: list) -> None:
+        self.cache = cache
+        self.cached: list[int] = []
+        self.snapshot: Optional[tuple[list[int], list]] = None
+
+    def nbytes(self) -> int:
+        total = sum(c.nbytes for c in self.cache)
+        if self.snapshot is not None:
+            total += sum(c.nbytes for c in self.snapshot[1])
+        return total
+
+
 class Engine:
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, model_dir: Path, parallel: int = 4, kv_cache_mem: int = 2 << 30,
+                 progress=lambda fraction: None) -> None:
         self.model_dir = model_dir
+        self.parallel = max(1, parallel)
+        self.kv_cache_mem = kv_cache_mem
         self.model, self.tokenizer, config = load(str(model_dir), return_config=True)
+        progress(0.8)
         self.window, self.window_source = context_window(config)
         eos = sorted(self.tokenizer.eos_token_ids)
         hf = self.tokenizer._tokenizer
@@ -78,8 +114,17 @@ class Engine:
         self.eos = set(eos)
         self.constraint = Constraint(self.lltok, eos)
         self.model_type = config.get("model_type", "")
-        self.cache = make_prompt_cache(self.model)
-        self.cached: list[int] = []
+        # mlx-lm's max_kv_size: each chat keeps only its last N tokens (a
+        # rotating cache, which cannot be trimmed once full).
+        bound = os.environ.get("LRG_MLX_MAX_KV_SIZE", "").strip()
+        self.max_kv_size = int(bound) if bound else None
+        self.trimmable = self.max_kv_size is None and can_trim_prompt_cache(self._make_cache())
+        self.seqs: "OrderedDict[int, Sequence]" = OrderedDict()
+        # Sequences whose cache was dropped for memory; told on their next turn.
+        self.dropped: set[int] = set()
+        # The sequence of the running turn (what `_forward` extends).
+        self.seq = self._new_sequence()
+        progress(0.95)
 
     def info(self) -> dict[str, Any]:
         return {
@@ -88,7 +133,8 @@ class Engine:
             "context_window": self.window,
             "context_window_source": self.window_source,
             "vocab_size": self.lltok.vocab_size,
-            "trimmable_cache": can_trim_prompt_cache(self.cache),
+            "trimmable_cache": self.trimmable,
+            "parallel": self.parallel,
         }
 
     def render(self, messages: list[dict]) -> list[int]:
@@ -115,13 +161,70 @@ class Engine:
         )
 
     def reset_cache(self) -> None:
-        self.cache = make_prompt_cache(self.model)
-        self.cached = []
+        """Forget every sequence's cache."""
+        self.seqs.clear()
+        self.dropped.clear()
+        self.seq = self._new_sequence()
+
+    def release(self, sequence: int) -> None:
+        """The chat is gone: free its cache."""
+        self.seqs.pop(sequence, None)
+        self.dropped.discard(sequence)
+
+    def _sequence(self, sequence: int) -> tuple[Sequence, bool]:
+        """The sequence's state (most recently used now), and whether a cache
+        it had was dropped for memory."""
+        dropped = sequence in self.dropped
+        self.dropped.discard(sequence)
+        seq = self.seqs.pop(sequence, None) or self._new_sequence()
+        self.seqs[sequence] = seq
+        return seq, dropped
+
+    def _make_cache(self) -> list:
+        if self.max_kv_size is None:
+            return make_prompt_cache(self.model)
+        # Models with a `make_cache` of their own ignore mlx-lm's max_kv_size.
+        return [RotatingKVCache(max_size=self.max_kv_size, keep=4) for _ in self.model.layers]
+
+    def _new_sequence(self) -> Sequence:
+        return Sequence(self._make_cache())
+
+    def _fit_memory(self) -> None:
+        """Drop least recently used caches past `parallel` while they hold
+        more than `kv_cache_mem` bytes."""
+        total = sum(s.nbytes() for s in self.seqs.values())
+        while len(self.seqs) > self.parallel and total > self.kv_cache_mem:
+            sequence, seq = self.seqs.popitem(last=False)
+            total -= seq.nbytes()
+            self.dropped.add(sequence)
 
     def _forward(self, tokens: list[int]) -> mx.array:
-        logits = self.model(mx.array(tokens, dtype=mx.uint32)[None], cache=self.cache)
-        self.cached.extend(tokens)
+        seq = self.seq
+        logits = self.model(mx.array(tokens, dtype=mx.uint32)[None], cache=seq.cache)
+        seq.cached.extend(tokens)
         return logits[0, -1, :]
+
+    def _reuse(self, seq: Sequence, prompt: list[int]) -> tuple[int, int]:
+        """Bring `seq`'s cache to the longest usable prefix of `prompt`:
+        (tokens reused, of them restored from the snapshot)."""
+        # Longest shared prefix, leaving at least one token to evaluate.
+        reused = min(common_prefix(seq.cached, prompt), len(prompt) - 1)
+        if reused == len(seq.cached):
+            return reused, 0
+        if can_trim_prompt_cache(seq.cache):
+            trim_prompt_cache(seq.cache, len(seq.cached) - reused)
+            del seq.cached[reused:]
+            return reused, 0
+        if seq.snapshot is not None:
+            tokens, cache = seq.snapshot
+            if len(tokens) <= len(prompt) - 1 and common_prefix(tokens, prompt) == len(tokens):
+                # A copy: the turn extends it, the snapshot stays for the next.
+                seq.cache = copy.deepcopy(cache)
+                seq.cached = list(tokens)
+                return len(tokens), len(tokens)
+        seq.cache = self._make_cache()
+        seq.cached = []
+        return 0, 0
 
     def generate(self, req: dict, ch: Channel) -> None:
         rid = req["id"]
@@ -134,6 +237,7 @@ class Engine:
             top_p = req.get("top_p")
             top_p = None if top_p is None else float(top_p)
             seed = req.get("seed")
+            sequence = int(req.get("sequence") or 0)
         except (KeyError, TypeError, ValueError) as e:
             raise TurnError("bad_request", f"malformed generate request: {e}") from e
 
@@ -151,15 +255,9 @@ class Engine:
             except ValueError as e:
                 raise TurnError("bad_request", str(e)) from e
 
-        # Longest shared prefix, leaving at least one token to evaluate.
-        reused = min(common_prefix(self.cached, prompt), len(prompt) - 1)
-        if reused < len(self.cached):
-            if can_trim_prompt_cache(self.cache):
-                trim_prompt_cache(self.cache, len(self.cached) - reused)
-                del self.cached[reused:]
-            else:
-                self.reset_cache()
-                reused = 0
+        seq, dropped = self._sequence(sequence)
+        self.seq = seq
+        reused, restored = self._reuse(seq, prompt)
 
         ch.generated = 0
         stop = "done"
@@ -170,10 +268,16 @@ class Engine:
                 break
             logits = self._forward(prompt[start : start + PREFILL_CHUNK])
             mx.eval(logits)
-            ch.send({"type": "progress", "id": rid, "evaluated": len(self.cached) - reused,
+            ch.send({"type": "progress", "id": rid, "evaluated": len(seq.cached) - reused,
                      "total": len(prompt) - reused})
-        evaluated = len(self.cached) - reused
+        evaluated = len(seq.cached) - reused
         prefill_ms = (time.perf_counter() - started) * 1000
+        if stop != "cancelled":
+            if not can_trim_prompt_cache(seq.cache):
+                # What turn 2 restores instead of evaluating everything again.
+                seq.snapshot = (list(seq.cached), copy.deepcopy(seq.cache))
+            ch.send({"type": "prefilled", "id": rid, "kept": reused - restored,
+                     "restored": restored, "evaluated": evaluated, "dropped": dropped})
 
         key = mx.random.key(int(seed) if seed is not None else int(time.time_ns() % 2**31))
         utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -229,7 +333,8 @@ class Engine:
                 "evaluated_tokens": evaluated,
                 "completion_tokens": generated,
                 "after_cancel_tokens": max(0, generated - at_cancel) if at_cancel is not None else 0,
-                "cached_tokens": len(self.cached),
+                "cached_tokens": len(seq.cached),
+                "restored_tokens": restored,
             },
             "grammar_reused": grammar_reused,
             "timings": {
@@ -238,3 +343,4 @@ class Engine:
                 "total_ms": round((time.perf_counter() - started) * 1000, 3),
             },
         })
+        self._fit_memory()

@@ -1,8 +1,9 @@
 """JSON lines over stdio: one object per line each way.
 
 Requests (stdin), every one but `shutdown` with an integer `id`:
-  {"op": "generate", "id", "messages": [{"role", "content"}], "schema",
+  {"op": "generate", "id", "sequence", "messages": [{"role", "content"}], "schema",
    "max_tokens", "temperature", "top_p"?, "seed"}   (schema null: unconstrained, for benches)
+  {"op": "release", "sequence"}           (no reply: free that chat's prompt cache)
   {"op": "tokenize", "id", "messages"}   -> {"type": "tokens", "id", "tokens"}
   {"op": "ping", "id"}                    -> {"type": "pong", "id"}  (round-trip cost)
   {"op": "clear_cache", "id"}             -> {"type": "pong", "id"}  (forget the KV cache)
@@ -10,9 +11,11 @@ Requests (stdin), every one but `shutdown` with an integer `id`:
   {"op": "shutdown"}                      (or end of stdin)
 
 Replies (stdout):
-  {"type": "ready", "protocol", "sidecar", "versions", "model"}   first line
+  {"type": "loading", "progress"}                                  while loading, 0 to 1
+  {"type": "ready", "protocol", "sidecar", "versions", "model"}   after the loading lines
   {"type": "fatal", "kind", "message", "package"?}                 instead of ready
   {"type": "progress", "id", "evaluated", "total"}                 prefill heartbeat
+  {"type": "prefilled", "id", "kept", "restored", "evaluated", "dropped"}  the prompt is in
   {"type": "delta", "id", "text"}
   {"type": "done", "id", "stop", "usage", "grammar_reused", "timings"}
   {"type": "error", "id", "kind", "message"}

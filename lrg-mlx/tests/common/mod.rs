@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use lrg_mlx::{MlxConfig, MlxEngine};
 use lrg_providers::local_chat::{
-    EngineEvent, EngineMessage, EngineRole, EngineStop, EngineTurn, LocalEngine,
+    EngineEvent, EngineMessage, EngineRole, EngineStop, EngineTurn, KvReuse, LocalEngine,
 };
 use lrg_providers::{ProviderError, Usage};
 use serde_json::{Map, Value, json};
@@ -81,6 +81,7 @@ pub fn turn(
     max_tokens: u32,
 ) -> EngineTurn {
     EngineTurn {
+        sequence: lrg_providers::local_chat::SequenceId(0),
         messages,
         schema,
         max_tokens,
@@ -166,12 +167,15 @@ pub struct Outcome {
     pub text: String,
     pub usage: Usage,
     pub stop: EngineStop,
+    /// How the prompt got into the cache (`None`: cancelled during prefill).
+    pub kv: Option<KvReuse>,
 }
 
 /// Runs `turn` to its end (or its first error) within [`STEP`].
 pub async fn run(engine: &MlxEngine, turn: EngineTurn) -> Result<Outcome, ProviderError> {
     let mut stream = engine.generate(turn, CancellationToken::new());
     let mut deltas = Vec::new();
+    let mut kv = None;
     let collect = async {
         while let Some(event) = stream.next().await {
             match event? {
@@ -182,8 +186,11 @@ pub async fn run(engine: &MlxEngine, turn: EngineTurn) -> Result<Outcome, Provid
                         deltas: deltas.clone(),
                         usage,
                         stop,
+                        kv,
                     });
                 }
+                EngineEvent::Prefill { kv: counts } => kv = Some(counts),
+                _ => {}
             }
         }
         panic!("the stream ended without Done");

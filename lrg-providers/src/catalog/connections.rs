@@ -3,6 +3,7 @@
 //! the application or read from the environment, never from a page.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use super::table::{Access, Provider};
 use crate::anthropic::{AnthropicChat, AnthropicConfig};
 use crate::cli_agents::{CliAgent, CliAgentConfig};
 use crate::gemini::{GeminiChat, GeminiConfig};
+use crate::local_chat::{EnginePool, EngineSettings, LoadProgress, LocalEngine};
 use crate::ollama::{OllamaChat, OllamaConfig, parse_host};
 use crate::openai::{OpenAiChat, OpenAiConfig};
 use crate::record::ReplayModel;
@@ -29,9 +31,26 @@ pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Loads a model file into an in-process engine (llama.cpp, MLX). The
 /// application links the engine in and registers it with
 /// [`Connections::with_engine`]; lrg-providers itself depends on no engine.
+///
+/// Loads go through the engine pool ([`crate::local_chat::pool`]): one load
+/// per model and settings, shared by every chat, so a loader is called again
+/// only after the pool unloaded the engine.
 pub trait EngineLoader: Send + Sync {
-    /// Load the model at `path` (a `.gguf` file, an MLX directory).
-    fn load(&self, path: PathBuf) -> BoxFuture<'static, Result<Arc<dyn ChatModel>, ProviderError>>;
+    /// Load the model at `path` (a `.gguf` file, an MLX directory) with
+    /// `settings`, reporting how far it got to `progress`.
+    fn load(
+        &self,
+        path: PathBuf,
+        settings: &EngineSettings,
+        progress: LoadProgress,
+    ) -> BoxFuture<'static, Result<Arc<dyn LocalEngine>, ProviderError>>;
+
+    /// What this loader does differently from another of its kind (a
+    /// vision projector, say): part of the pool's key, so engines loaded
+    /// otherwise are never shared. Empty by default.
+    fn fingerprint(&self) -> String {
+        String::new()
+    }
 }
 
 /// Where one provider is reached: its base URL and key, after overrides and
@@ -63,10 +82,16 @@ pub struct Connections {
     model_dirs: Vec<PathBuf>,
     model_paths: Vec<PathBuf>,
     engines: HashMap<Provider, Arc<dyn EngineLoader>>,
+    /// Where in-process engines are loaded and shared.
+    pool: EnginePool,
+    /// How they are loaded.
+    engine_settings: EngineSettings,
     probe_timeout: Duration,
     tool_mode: Option<ToolMode>,
     /// Timeouts of the models [`Connections::connect`] makes.
     transport: TransportConfig,
+    /// Where programs (ACP agents) are looked for, over `PATH`.
+    search_path: Option<OsString>,
 }
 
 impl fmt::Debug for Connections {
@@ -78,9 +103,11 @@ impl fmt::Debug for Connections {
             .field("model_dirs", &self.model_dirs)
             .field("model_paths", &self.model_paths)
             .field("engines", &self.engines.keys().collect::<Vec<_>>())
+            .field("engine_settings", &self.engine_settings)
             .field("probe_timeout", &self.probe_timeout)
             .field("tool_mode", &self.tool_mode)
             .field("transport", &self.transport)
+            .field("search_path", &self.search_path)
             .finish()
     }
 }
@@ -102,9 +129,12 @@ impl Connections {
             model_dirs: Vec::new(),
             model_paths: Vec::new(),
             engines: HashMap::new(),
+            pool: EnginePool::global().clone(),
+            engine_settings: EngineSettings::default(),
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             transport: TransportConfig::default(),
             tool_mode: None,
+            search_path: None,
         }
     }
 
@@ -148,6 +178,25 @@ impl Connections {
         self
     }
 
+    /// With in-process engines loaded into `pool` (default: the process's
+    /// [`EnginePool::global`], so every chat of the process shares them).
+    pub fn with_engine_pool(mut self, pool: EnginePool) -> Self {
+        self.pool = pool;
+        self
+    }
+
+    /// With in-process engines loaded with `settings` (slots, the saved-state
+    /// budget).
+    pub fn with_engine_settings(mut self, settings: EngineSettings) -> Self {
+        self.engine_settings = settings;
+        self
+    }
+
+    /// The pool in-process engines are loaded into.
+    pub fn engine_pool(&self) -> &EnginePool {
+        &self.pool
+    }
+
     /// With this per-provider probe timeout (default 2 s).
     pub fn with_probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
@@ -182,6 +231,21 @@ impl Connections {
     /// The model paths named explicitly.
     pub fn model_paths(&self) -> &[PathBuf] {
         &self.model_paths
+    }
+
+    /// With programs (the known ACP agents) looked for in `path`, a `PATH`
+    /// value, instead of the environment's.
+    pub fn with_search_path(mut self, path: impl Into<OsString>) -> Self {
+        self.search_path = Some(path.into());
+        self
+    }
+
+    /// Where programs are looked for: the one set, else `PATH` when the
+    /// environment is read ([`Connections::from_env`]), else nowhere.
+    pub fn search_path(&self) -> Option<OsString> {
+        self.search_path
+            .clone()
+            .or_else(|| self.read_env.then(|| std::env::var_os("PATH")).flatten())
     }
 
     /// Whether an engine for `provider` is linked in.
@@ -255,12 +319,25 @@ impl Connections {
     }
 
     /// The model `id` names, ready to take turns. In-process engines need
-    /// [`Connections::with_engine`]; `script:` and `replay:` read their file.
+    /// [`Connections::with_engine`] and are loaded once into the engine pool
+    /// for every chat (each connect is a chat of its own); `script:` and
+    /// `replay:` read their file.
     pub async fn connect(&self, id: &ModelRef) -> Result<Arc<dyn ChatModel>, ProviderError> {
         let spec = id.provider.spec();
         match spec.access {
             Access::Engine(_) => match self.engines.get(&id.provider) {
-                Some(loader) => loader.load(PathBuf::from(&id.model)).await,
+                Some(loader) => {
+                    let model = self
+                        .pool
+                        .connect(
+                            id.provider,
+                            PathBuf::from(&id.model),
+                            self.engine_settings.clone(),
+                            Arc::clone(loader),
+                        )
+                        .await?;
+                    Ok(Arc::new(model))
+                }
                 None => Err(ProviderError::Config {
                     message: format!("the {} engine is not part of this program", spec.name),
                 }),

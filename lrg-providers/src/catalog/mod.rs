@@ -25,6 +25,7 @@
 //! # }
 //! ```
 
+mod agents;
 mod connections;
 mod files;
 pub mod gguf;
@@ -36,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+pub use agents::{ACP_AGENT_PRESETS, AcpAgentPreset, FoundAgent, agents_on_path};
 pub use connections::{Connections, DEFAULT_PROBE_TIMEOUT, Endpoint, EngineLoader};
 pub use files::default_models_dir;
 pub use table::{Access, EngineFiles, Provider, ProviderSpec, WindowProbe};
@@ -86,6 +88,9 @@ pub struct CatalogModel {
     /// The architecture a local model file names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub architecture: Option<String>,
+    /// Whether an in-process engine holds it loaded now (the engine pool).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub loaded: bool,
 }
 
 /// Whether a provider can be used now.
@@ -205,15 +210,41 @@ impl ModelCatalog {
     /// it cannot be used. Reuses a listing younger than the cache TTL;
     /// callers arriving during a probe wait for it instead of probing again.
     pub async fn list(&self) -> Arc<Vec<ProviderModels>> {
-        let mut cache = self.cache.lock().await;
-        if let Some((at, listing)) = cache.as_ref()
-            && at.elapsed() < self.ttl
+        let listing = {
+            let mut cache = self.cache.lock().await;
+            match cache.as_ref() {
+                Some((at, listing)) if at.elapsed() < self.ttl => listing.clone(),
+                _ => {
+                    let listing = Arc::new(self.probe_all().await);
+                    *cache = Some((Instant::now(), listing.clone()));
+                    listing
+                }
+            }
+        };
+        self.mark_loaded(listing)
+    }
+
+    /// `listing` with [`CatalogModel::loaded`] as the engine pool says now
+    /// (a cached listing's flags may be out of date).
+    fn mark_loaded(&self, listing: Arc<Vec<ProviderModels>>) -> Arc<Vec<ProviderModels>> {
+        let loaded = self.connections.engine_pool().loaded();
+        let is_loaded = |m: &CatalogModel| {
+            loaded
+                .iter()
+                .any(|l| l.provider == m.provider && l.path.as_os_str() == m.model.as_str())
+        };
+        if listing
+            .iter()
+            .flat_map(|g| &g.models)
+            .all(|m| m.loaded == is_loaded(m))
         {
-            return listing.clone();
+            return listing;
         }
-        let listing = Arc::new(self.probe_all().await);
-        *cache = Some((Instant::now(), listing.clone()));
-        listing
+        let mut marked = (*listing).clone();
+        for model in marked.iter_mut().flat_map(|g| &mut g.models) {
+            model.loaded = is_loaded(model);
+        }
+        Arc::new(marked)
     }
 
     /// Probe again now, whatever the cache holds.
@@ -250,6 +281,14 @@ impl ModelCatalog {
             .filter(|g| g.availability.is_available())
             .find_map(|g| g.models.first().cloned())
             .ok_or(groups)
+    }
+
+    /// The known ACP agents ([`ACP_AGENT_PRESETS`]) whose program is on
+    /// the connections' search path ([`Connections::search_path`]). They are
+    /// not providers of the table: each is a program lrg starts, run with
+    /// its `acp:` id.
+    pub fn agents(&self) -> Vec<FoundAgent> {
+        agents_on_path(self.connections.search_path().as_deref())
     }
 
     /// The model `id` names, ready to take turns ([`Connections::connect`]).

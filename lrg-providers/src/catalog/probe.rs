@@ -420,6 +420,7 @@ fn from_info(provider: Provider, info: ModelInfo, extra: Extra) -> CatalogModel 
         output_mode: info.output_mode,
         size_bytes: None,
         architecture: None,
+        loaded: false,
     }
 }
 
@@ -441,6 +442,8 @@ fn from_file(provider: Provider, found: FoundModel) -> CatalogModel {
         output_mode: OutputMode::Grammar,
         size_bytes: Some(found.size),
         architecture: found.architecture,
+        // Marked at each listing: the pool changes faster than the cache.
+        loaded: false,
     }
 }
 

@@ -7,8 +7,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::answer::{Answer, parse_answer, parse_typed_answer, tail};
 use super::answer_schema::{OfferedTool, offer_tools, schema_for};
+use super::chat::{Chat, Held, next_loading};
 use super::decoder::AnswerDecoder;
 use super::engine::{EngineEvent, EngineStop, EngineTurn, LocalEngine};
+use super::pool::ChatSlot;
 use super::prompt::render;
 use crate::typed::OutputMode;
 use crate::{
@@ -52,10 +54,19 @@ const ERROR_TAIL_CHARS: usize = 200;
 ///   is a bug worth seeing, not retrying);
 /// - the engine's stream ended without saying it was done (its worker died):
 ///   [`ProviderError::Transient`].
+///
+/// Each model is one chat ([`SequenceId`](super::SequenceId)) of its engine:
+/// clones share it, and when the last clone is dropped the engine is told
+/// ([`LocalEngine::release`]). A turn that starts while another of this chat
+/// runs (sub-agents share their parent's model) runs on a spare sequence of
+/// the chat, so no two turns share one. A model from the engine pool
+/// ([`super::pool`]) holds the pool's entry rather than the engine, so the
+/// engine may be unloaded while the chat is idle and is loaded again by its
+/// next turn (streaming [`TurnEvent::Loading`] meanwhile).
 #[derive(Clone)]
 pub struct LocalChatModel {
     provider: String,
-    engine: Arc<dyn LocalEngine>,
+    chat: Arc<Chat>,
     default_max_tokens: u32,
     default_temperature: f32,
     seed: Option<u32>,
@@ -66,7 +77,8 @@ impl std::fmt::Debug for LocalChatModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalChatModel")
             .field("provider", &self.provider)
-            .field("model", &self.engine.model_name())
+            .field("model", &self.chat.facts().name)
+            .field("sequence", &self.chat.sequence())
             .field("default_max_tokens", &self.default_max_tokens)
             .field("default_temperature", &self.default_temperature)
             .field("seed", &self.seed)
@@ -78,9 +90,18 @@ impl std::fmt::Debug for LocalChatModel {
 impl LocalChatModel {
     /// A model reported as `provider` (`llama`, `mlx`) running on `engine`.
     pub fn new(provider: impl Into<String>, engine: Arc<dyn LocalEngine>) -> Self {
+        Self::with_chat(provider.into(), Chat::direct(engine))
+    }
+
+    /// A chat of a pooled engine (see [`super::pool::EnginePool::connect`]).
+    pub(crate) fn pooled(provider: &str, slot: ChatSlot) -> Self {
+        Self::with_chat(provider.to_string(), Chat::pooled(slot))
+    }
+
+    fn with_chat(provider: String, chat: Chat) -> Self {
         Self {
-            provider: provider.into(),
-            engine,
+            provider,
+            chat: Arc::new(chat),
             default_max_tokens: DEFAULT_MAX_TOKENS,
             default_temperature: 0.0,
             seed: None,
@@ -135,12 +156,13 @@ impl LocalChatModel {
         };
         let settings = &request.settings;
         // A blind engine gets a note in place of each image, never an error.
-        let messages = if self.engine.vision() {
+        let messages = if self.chat.facts().vision {
             std::borrow::Cow::Borrowed(request.messages.as_slice())
         } else {
             crate::images::describe_images(&request.messages)
         };
         let turn = EngineTurn {
+            sequence: self.chat.sequence(),
             messages: render(
                 request.system.as_deref(),
                 &tools,
@@ -169,21 +191,22 @@ impl LocalChatModel {
 
 impl ChatModel for LocalChatModel {
     fn info(&self) -> ModelInfo {
+        let facts = self.chat.facts();
         ModelInfo::new(
             self.provider.clone(),
-            self.engine.model_name(),
+            facts.name.clone(),
             ModelLocation::Local,
         )
-        .context_window(Some(self.engine.context_window()))
-        .vision(self.engine.vision())
+        .context_window(Some(facts.window))
+        .vision(facts.vision)
         .output_mode(OutputMode::Grammar)
     }
 
     fn turn(&self, request: TurnRequest, cancel: CancellationToken) -> TurnStream {
-        let (turn, tools, unusable) = self.prepare(&request);
+        let (mut turn, tools, unusable) = self.prepare(&request);
         let offered: Vec<String> = tools.into_iter().map(|t| t.spec.name).collect();
         let call_id = next_call_id(&request.messages);
-        let engine = Arc::clone(&self.engine);
+        let chat = Arc::clone(&self.chat);
         let typed = request.output.is_some();
         Box::pin(async_stream::stream! {
             if let Some(message) = unusable {
@@ -194,8 +217,50 @@ impl ChatModel for LocalChatModel {
                 yield Ok(TurnEvent::End { stop: StopReason::Cancelled });
                 return;
             }
-            let mut events = engine.generate(turn, cancel.clone());
+            // Held until the stream is done or dropped: the sequence (no
+            // other turn runs on it meanwhile) and the lease (the engine
+            // stays loaded).
+            let sequence = chat.take();
+            turn.sequence = sequence.sequence();
+            let lease = match chat.engine() {
+                Ok(direct) => direct,
+                Err(entry) => {
+                    let mut progress = entry.loading_events();
+                    let leasing = entry.lease();
+                    tokio::pin!(leasing);
+                    let mut last = None;
+                    let leased = loop {
+                        tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => {
+                                yield Ok(TurnEvent::End { stop: StopReason::Cancelled });
+                                return;
+                            }
+                            // Reports already sent come before the lease they led to.
+                            event = next_loading(&mut progress, &entry.id) => {
+                                last = Some(event);
+                                yield Ok(TurnEvent::Loading { progress: event });
+                            }
+                            leased = &mut leasing => break leased,
+                        }
+                    };
+                    if last.is_some_and(|p| p < 1.0) && leased.is_ok() {
+                        // A viewer's bar always ends full (a lagging
+                        // subscriber may have missed the last report).
+                        yield Ok(TurnEvent::Loading { progress: 1.0 });
+                    }
+                    match leased {
+                        Ok(lease) => Held::Pooled(lease),
+                        Err(error) => {
+                            yield Err(error);
+                            return;
+                        }
+                    }
+                }
+            };
+            let mut events = lease.engine().generate(turn, cancel.clone());
             let mut decoder = AnswerDecoder::new().with_call_id(call_id.clone());
+            let mut reuse = None;
             if typed {
                 decoder = decoder.typed();
             }
@@ -213,6 +278,12 @@ impl ChatModel for LocalChatModel {
                         for delta in decoder.feed(&text) {
                             yield Ok(delta);
                         }
+                    }
+                    Some(Ok(EngineEvent::Prefill { kv })) => {
+                        if kv.dropped {
+                            tracing::info!(prefilled = kv.prefilled, "this chat's saved KV state had been dropped; its prompt was prefilled again");
+                        }
+                        reuse = Some(kv);
                     }
                     Some(Ok(EngineEvent::Done { usage, stop })) => break (usage, stop),
                     Some(Err(error)) => {
@@ -266,6 +337,16 @@ impl ChatModel for LocalChatModel {
                     }
                 },
             };
+            // An engine that reports what it kept but not as usage: the
+            // usage says how much of the prompt was not computed again.
+            let usage = match reuse {
+                Some(kv) if usage.cached_prompt_tokens.is_none() => {
+                    usage.with_cached_prompt_tokens(kv.reused())
+                }
+                _ => usage,
+            };
+            drop(lease);
+            drop(sequence);
             yield Ok(TurnEvent::Usage(usage));
             yield Ok(TurnEvent::End { stop: end });
         })

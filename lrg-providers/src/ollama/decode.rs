@@ -4,8 +4,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::whole_call_delta;
-use crate::openai::{CallIds, frame_error, stream_error};
-use crate::wire::{Decoder, Frame};
+use crate::openai::{frame_error, stream_error};
+use crate::wire::{CallIds, Decoder, Frame};
 use crate::{Message, ProviderError, StopReason, ToolCall, TurnEvent, Usage};
 
 /// Decodes one `/api/chat` answer (streamed lines, or one whole reply).

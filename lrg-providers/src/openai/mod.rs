@@ -29,7 +29,7 @@ use futures::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
 pub use decode::OpenAiDecoder;
-pub(crate) use decode::{CallIds, frame_error, parse_arguments, stream_error};
+pub(crate) use decode::{frame_error, parse_arguments, stream_error};
 pub(crate) use dialect::OPENAI_REASONING_PREFIXES;
 pub use dialect::{Dialect, MaxTokensField, ReasoningField, SchemaField};
 pub use encode::encode;

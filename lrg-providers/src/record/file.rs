@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ModelInfo, ProviderError, TurnEvent};
+use crate::{ModelInfo, ProviderError, ProviderErrorKind, TurnEvent};
 
 /// The `format` marker every recording carries.
 pub const RECORDING_FORMAT: &str = "lrg-recording";
@@ -49,7 +49,7 @@ pub struct Exchange {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordedError {
     /// [`ProviderError::kind`].
-    pub kind: String,
+    pub kind: ProviderErrorKind,
     /// The error's message (without the variant's prefix).
     pub message: String,
     /// The server's retry-after hint, for transient errors.
@@ -60,20 +60,9 @@ pub struct RecordedError {
 impl RecordedError {
     /// Capture an error.
     pub fn from_error(err: &ProviderError) -> Self {
-        let message = match err {
-            ProviderError::Transient { message, .. }
-            | ProviderError::Auth { message }
-            | ProviderError::BadRequest { message }
-            | ProviderError::ContextOverflow { message }
-            | ProviderError::ModelNotFound { message }
-            | ProviderError::Unsupported { message }
-            | ProviderError::Config { message }
-            | ProviderError::Protocol { message }
-            | ProviderError::Other { message } => message.clone(),
-        };
         Self {
-            kind: err.kind().to_string(),
-            message,
+            kind: err.kind(),
+            message: err.message().to_string(),
             retry_after_ms: err
                 .retry_after()
                 .map(|d| d.as_millis().min(u64::MAX as u128) as u64),
@@ -83,20 +72,12 @@ impl RecordedError {
     /// The error as it was raised. An unknown kind (a newer lrg wrote it)
     /// becomes [`ProviderError::Other`], which is fatal.
     pub fn to_error(&self) -> ProviderError {
-        let message = self.message.clone();
-        match self.kind.as_str() {
-            "transient" => ProviderError::Transient {
+        match ProviderError::of_kind(self.kind, self.message.clone()) {
+            ProviderError::Transient { message, .. } => ProviderError::Transient {
                 message,
                 retry_after: self.retry_after_ms.map(Duration::from_millis),
             },
-            "auth" => ProviderError::Auth { message },
-            "bad_request" => ProviderError::BadRequest { message },
-            "context_overflow" => ProviderError::ContextOverflow { message },
-            "model_not_found" => ProviderError::ModelNotFound { message },
-            "unsupported" => ProviderError::Unsupported { message },
-            "config" => ProviderError::Config { message },
-            "protocol" => ProviderError::Protocol { message },
-            _ => ProviderError::Other { message },
+            other => other,
         }
     }
 }

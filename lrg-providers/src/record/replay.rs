@@ -66,7 +66,7 @@ impl ReplayModel {
     /// failed with, holding the unified diff (the first such request only).
     /// Lets a test runner tell drift from an error the recording itself holds.
     pub fn drift(&self) -> Option<String> {
-        self.drift.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        crate::sync::lock(&self.drift).clone()
     }
 
     fn mismatch(&self, index: usize, recorded: &Value, now: &Value) -> ProviderError {
@@ -87,10 +87,7 @@ impl ReplayModel {
             self.source.display(),
             index + 1,
         );
-        self.drift
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert_with(|| message.clone());
+        crate::sync::lock(&self.drift).get_or_insert_with(|| message.clone());
         ProviderError::Other { message }
     }
 }

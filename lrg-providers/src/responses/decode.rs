@@ -14,9 +14,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::RESPONSE_ID;
-use crate::openai::{CallIds, frame_error, parse_arguments, stream_error};
+use crate::openai::{frame_error, parse_arguments, stream_error};
 use crate::text::{quote, truncate};
-use crate::wire::{Decoder, Frame, borrowed_str};
+use crate::wire::{CallIds, Decoder, Frame, borrowed_str};
 use crate::{Message, NativePart, ProviderError, StopReason, ToolCall, TurnEvent, Usage};
 
 /// Decodes one Responses API answer.

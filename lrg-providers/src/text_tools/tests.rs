@@ -1,6 +1,7 @@
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
+use crate::{ToolCall, ToolSpec, TurnEvent};
 
 fn tool(name: &str) -> ToolSpec {
     ToolSpec {

@@ -125,12 +125,7 @@ fn readable_path(pointer: &str) -> String {
 }
 
 fn clip(line: &str) -> String {
-    if line.chars().count() <= MAX_LINE_CHARS {
-        return line.to_owned();
-    }
-    let mut cut: String = line.chars().take(MAX_LINE_CHARS).collect();
-    cut.push('…');
-    cut
+    crate::text::clip(line, MAX_LINE_CHARS)
 }
 
 /// Drops `null` from every property the schema leaves optional and does not

@@ -3,10 +3,12 @@
 //! provider implements. No I/O happens here, so decoders are easy to snapshot
 //! and to fuzz.
 
+mod call_ids;
 mod json;
 mod ndjson;
 mod sse;
 
+pub(crate) use call_ids::CallIds;
 pub(crate) use json::{StrOrJson, borrowed_str};
 pub use ndjson::NdjsonFramer;
 pub use sse::SseFramer;

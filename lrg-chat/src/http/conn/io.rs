@@ -23,7 +23,7 @@ use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::registry::ConnEntry;
-use crate::http::ErrorKind;
+use crate::http::ApiErrorKind;
 
 /// A socket of one connection.
 pub(super) struct Socket<T> {
@@ -166,11 +166,14 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Socket<T> {
 }
 
 /// The statuses hyper answers by itself, with lrg's kind and message.
-fn known(buf: &[u8], limits: ErrorLimits) -> Option<(&'static str, ErrorKind, String)> {
-    const ANSWERS: [(&str, ErrorKind); 3] = [
-        ("400 Bad Request", ErrorKind::BadRequest),
-        ("414 URI Too Long", ErrorKind::TooLarge),
-        ("431 Request Header Fields Too Large", ErrorKind::TooLarge),
+fn known(buf: &[u8], limits: ErrorLimits) -> Option<(&'static str, ApiErrorKind, String)> {
+    const ANSWERS: [(&str, ApiErrorKind); 3] = [
+        ("400 Bad Request", ApiErrorKind::BadRequest),
+        ("414 URI Too Long", ApiErrorKind::TooLarge),
+        (
+            "431 Request Header Fields Too Large",
+            ApiErrorKind::TooLarge,
+        ),
     ];
     let line = buf.strip_prefix(b"HTTP/1.1 ")?;
     let (status, kind) = ANSWERS.into_iter().find(|(status, _)| {

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::registry::{ConnEntry, Eviction, Registry};
 use self::throttle::Throttle;
-use crate::http::{ChatServer, ErrorKind};
+use crate::http::{ApiErrorKind, ChatServer};
 
 /// How [`serve`] treats connections. Every limit is per server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,7 +202,7 @@ fn open_files_limit() -> Option<u64> {
 }
 
 /// The API's error body, `{"error": {"kind", "message"}}`.
-fn error_json(kind: ErrorKind, message: &str) -> String {
+fn error_json(kind: ApiErrorKind, message: &str) -> String {
     serde_json::json!({"error": {"kind": kind, "message": message}}).to_string()
 }
 

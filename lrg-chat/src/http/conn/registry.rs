@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -171,7 +171,7 @@ impl Registry {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // The map stays consistent across a panic elsewhere: every change is
         // one insert or one remove.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        lrg_providers::sync::lock(&self.inner)
     }
 
     /// Connections open now (including any told to close that have not yet).

@@ -20,7 +20,7 @@ use tower::ServiceExt as _;
 
 use super::Shared;
 use super::registry::ConnEntry;
-use crate::http::{ApiError, ErrorKind};
+use crate::http::{ApiError, ApiErrorKind};
 
 /// The hyper service of one connection.
 #[derive(Clone)]
@@ -93,7 +93,7 @@ async fn answer(
     if target > options.max_uri_bytes {
         return close(json_response(
             StatusCode::URI_TOO_LONG,
-            ErrorKind::TooLarge,
+            ApiErrorKind::TooLarge,
             &format!(
                 "the request target is {target} bytes: at most {} are read",
                 options.max_uri_bytes
@@ -123,7 +123,7 @@ async fn answer(
                         // closes after this answer.
                         return close(json_response(
                             StatusCode::REQUEST_TIMEOUT,
-                            ErrorKind::Timeout,
+                            ApiErrorKind::Timeout,
                             &format!(
                                 "the request body did not arrive within {} s",
                                 options.body_read_timeout.as_secs_f64()
@@ -157,7 +157,7 @@ fn close(mut response: Response<Body>) -> Response<Body> {
 
 /// An error answer in the API's form, for a status [`ApiError`] has no
 /// constructor for.
-fn json_response(status: StatusCode, kind: ErrorKind, message: &str) -> Response<Body> {
+fn json_response(status: StatusCode, kind: ApiErrorKind, message: &str) -> Response<Body> {
     let mut response = Response::new(Body::from(super::error_json(kind, message)));
     *response.status_mut() = status;
     let h = response.headers_mut();

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Addresses tracked at most.
@@ -55,7 +55,7 @@ impl Throttle {
         if !self.enabled() {
             return None;
         }
-        let buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+        let buckets = lrg_providers::sync::lock(&self.buckets);
         let bucket = *buckets.get(&key(peer))?;
         let tokens = self.refilled(bucket, now);
         (tokens < 1.0).then(|| self.refill.mul_f64(1.0 - tokens))
@@ -67,7 +67,7 @@ impl Throttle {
             return;
         }
         let key = key(peer);
-        let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut buckets = lrg_providers::sync::lock(&self.buckets);
         if !buckets.contains_key(&key) && buckets.len() >= MAX_PEERS {
             buckets.retain(|_, b| self.refilled(*b, now) < self.burst);
             if buckets.len() >= MAX_PEERS
@@ -147,11 +147,7 @@ mod tests {
         for i in 0..(MAX_PEERS as u32 + 10) {
             throttle.charge(IpAddr::V4(i.into()), now);
         }
-        let len = throttle
-            .buckets
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
+        let len = lrg_providers::sync::lock(&throttle.buckets).len();
         assert!(len <= MAX_PEERS, "{len}");
     }
 }

@@ -144,6 +144,8 @@ pub struct ToolHost {
     roots: super::mcp::roots::Roots,
     /// Every server's `notifications/resources/updated`.
     resource_updates: tokio::sync::broadcast::Sender<super::ResourceUpdate>,
+    /// Where streamable-HTTP servers' OAuth tokens are kept, if anywhere.
+    tokens: RwLock<Option<super::oauth::SharedTokenStore>>,
 }
 
 impl std::fmt::Debug for ToolHost {
@@ -193,7 +195,18 @@ impl ToolHost {
             closed: AtomicBool::new(false),
             roots: Default::default(),
             resource_updates: tokio::sync::broadcast::channel(resources::UPDATES_KEPT).0,
+            tokens: RwLock::new(None),
         }
+    }
+
+    /// Keep streamable-HTTP servers' OAuth tokens in `store` (see
+    /// [`super::oauth`]): a server logged in to gets its access token,
+    /// refreshed as needed; one that needs a login is listed by
+    /// [`ToolHost::failures`] as "needs login: …" and its tools are left
+    /// out. Set it before adding the servers. The host never opens a browser:
+    /// logging in is the app's ([`super::oauth::begin_login`]).
+    pub fn set_token_store(&self, store: super::oauth::SharedTokenStore) {
+        *lrg_providers::sync::write(&self.tokens) = Some(store);
     }
 
     /// The timeouts in use.
@@ -407,15 +420,18 @@ impl ToolHost {
         if servers.iter().any(|s| s.name == name) {
             return Err(fail("a server of this name was already added"));
         }
-        let server = Arc::new(McpServer::new(
-            name.clone(),
-            connector,
-            self.changes.clone(),
-            self.options.connect_timeout,
-            self.options.max_result_bytes,
-            self.roots.clone(),
-            self.resource_updates.clone(),
-        ));
+        let server = Arc::new(
+            McpServer::new(
+                name.clone(),
+                connector,
+                self.changes.clone(),
+                self.options.connect_timeout,
+                self.options.max_result_bytes,
+                self.roots.clone(),
+                self.resource_updates.clone(),
+            )
+            .with_tokens(read(&self.tokens)),
+        );
         servers.push(server.clone());
         drop(servers);
         self.changes.fetch_add(1, Ordering::SeqCst);

@@ -425,10 +425,7 @@ fn resource_row(r: &McpResource) -> Value {
 }
 
 fn clip(text: &str) -> String {
-    match text.char_indices().nth(DESCRIPTION_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+    lrg_providers::text::clip(text, DESCRIPTION_CHARS)
 }
 
 /// The JSON of a listing, and the servers that failed (a listing with

@@ -1,8 +1,8 @@
 //! Our side of an MCP connection: what the client declares and how it
 //! answers the requests and notifications a server sends it.
 //!
-//! lrg declares what it really honours: `roots` (with `listChanged`) and
-//! `elicitation` in form and URL modes (no sampling). Requests that come in
+//! lrg declares what it really honours: `roots` (with `listChanged`),
+//! `elicitation` in form and URL modes, and `sampling` with `tools`. Requests that come in
 //! a 2026-07-28 `input_required` result reach these same methods (rmcp's
 //! `RunningService::call_tool` fulfils them through this handler), so both
 //! revisions are served alike.
@@ -12,13 +12,15 @@
 //!   on the server ([`super::link`]); a form outside the spec's subset is
 //!   declined with the reason, as is a question that comes while no call
 //!   runs.
+//! - `sampling/createMessage`: answered by the model of the session whose
+//!   call runs on the server, once allowed ([`super::sampling`]).
 //! - `notifications/progress`: the running call's `tool_progress`.
 //! - `notifications/message`: `tracing` at the matching level; warning and
 //!   above also a `server_log` event.
 //! - `notifications/{tools,resources,prompts}/list_changed`: the next
 //!   listing fetches again.
 
-// Roots and logging are marked deprecated by SEP-2577, yet servers of every
+// Roots, logging and sampling are marked deprecated by SEP-2577, yet servers of every
 // revision before it (server-everything among them) use them.
 #![allow(deprecated)]
 
@@ -27,10 +29,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, CustomRequest, CustomResult, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability,
-    Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, RootsCapabilities, UrlElicitationCapability,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    CustomRequest, CustomResult, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, ListRootsResult,
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, RootsCapabilities,
+    SamplingCapability, UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
@@ -84,14 +87,14 @@ impl LrgClient {
     }
 }
 
-/// A question open for a call (see [`Link::asking`]).
-struct Asking<'a> {
+/// A question (or a sampling request) open for a call (see [`Link::asking`]).
+pub(super) struct Asking<'a> {
     link: &'a Link,
     token: String,
 }
 
 impl<'a> Asking<'a> {
-    fn open(link: &'a Link, token: String) -> Self {
+    pub(super) fn open(link: &'a Link, token: String) -> Self {
         link.asking(&token, true);
         Self { link, token }
     }
@@ -147,6 +150,11 @@ impl ClientHandler for LrgClient {
         elicitation.form = Some(form);
         elicitation.url = Some(UrlElicitationCapability::new());
         capabilities.elicitation = Some(elicitation);
+        // `tools` and `toolChoice` are honoured; `includeContext` is read,
+        // but the chat's history is shared only where the person allows.
+        let mut sampling = SamplingCapability::default();
+        sampling.tools = Some(serde_json::Map::new());
+        capabilities.sampling = Some(sampling);
         ClientConfig::new(
             capabilities,
             Implementation::new("lrg", env!("CARGO_PKG_VERSION")),
@@ -169,6 +177,23 @@ impl ClientHandler for LrgClient {
             })
             .collect();
         Ok(ListRootsResult::new(roots))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        // The server may give up first (`notifications/cancelled`): the
+        // session's wait (and its model turn) is dropped.
+        tokio::select! {
+            answer = super::sampling::answer(&self.link, params) => answer,
+            () = context.ct.cancelled() => Err(ErrorData::new(
+                rmcp::model::ErrorCode(-1),
+                "the tool server withdrew its sampling request",
+                None,
+            )),
+        }
     }
 
     async fn create_elicitation(

@@ -87,6 +87,14 @@ pub(crate) trait CallSink: Send + Sync {
     fn progress(&self, call_id: &str, progress: Progress);
     /// Tell the person a server's warning (or worse) log line.
     fn server_log(&self, server: &str, level: &str, logger: Option<&str>, message: &str);
+    /// Answer a server's sampling request with the session's model, once
+    /// the permissions (or the person) allow it; resolves with the answer
+    /// or why there is none (a stop cancels it).
+    fn sample(
+        &self,
+        ask: super::sampling::SamplingAsk,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<super::sampling::Sampled, super::sampling::Refused>>;
 }
 
 /// The call a session's task is making, and where its server's requests go.
@@ -99,6 +107,20 @@ pub(crate) struct Caller {
 
 tokio::task_local! {
     static CALLER: Caller;
+    /// Set while a model answers a sampling request: a call made then is
+    /// the sampled answer's, and may not sample again.
+    static SAMPLING: ();
+}
+
+/// Run `answer` (a model answering a sampling request) marked as such:
+/// a tool call it makes cannot start another sampling (the depth limit).
+pub(crate) fn while_sampling<F: Future>(answer: F) -> impl Future<Output = F::Output> {
+    SAMPLING.scope((), answer)
+}
+
+/// Whether this runs within [`while_sampling`].
+fn in_sampling() -> bool {
+    SAMPLING.try_with(|()| ()).is_ok()
 }
 
 /// Run `call` (a session's tool call) as `caller`'s.
@@ -126,6 +148,8 @@ struct Running {
     asking: usize,
     asking_since: Option<Instant>,
     asked_for: Duration,
+    /// Made by a model answering a sampling request.
+    from_sampling: bool,
 }
 
 /// The shared side of one server's connection (see the [module docs](self)).
@@ -180,6 +204,7 @@ impl Link {
                 asking: 0,
                 asking_since: None,
                 asked_for: Duration::ZERO,
+                from_sampling: in_sampling(),
             },
         );
         CallGuard {
@@ -321,6 +346,13 @@ impl Link {
                 r.asked_for += since.elapsed();
             }
         }
+    }
+
+    /// Whether a sampling request now would come from a sampled answer: a
+    /// call running on the server was made by a model answering one (a
+    /// request in parallel with another, or after it, is not).
+    pub(crate) fn sampling_nested(&self) -> bool {
+        self.calls().values().any(|r| r.from_sampling)
     }
 
     /// A server log line of `level` (warning and above): shown to the

@@ -71,7 +71,9 @@ pub use resources::{
 use structured::OutputCheck;
 pub(crate) use structured::show_to_model as show_structured;
 pub(crate) mod link;
+pub mod oauth;
 pub(crate) mod roots;
+pub(crate) mod sampling;
 mod waiting;
 
 pub(crate) use handler::LrgClient;
@@ -123,6 +125,10 @@ pub(crate) struct McpServer {
     caps: RwLock<ServerCaps>,
     /// Where its `notifications/resources/updated` go (shared by the host).
     updates: broadcast::Sender<ResourceUpdate>,
+    /// Where its OAuth tokens are kept (streamable HTTP; see [`oauth`]).
+    tokens: Option<oauth::SharedTokenStore>,
+    /// Held while its tokens are refreshed (one refresh at a time).
+    refreshing: Arc<Mutex<()>>,
 }
 
 /// How a call went, before the host adds names to it.
@@ -158,7 +164,15 @@ impl McpServer {
             max_result,
             caps: RwLock::new(ServerCaps::default()),
             updates,
+            tokens: None,
+            refreshing: Arc::new(Mutex::new(())),
         }
+    }
+
+    /// Keep its OAuth tokens in `store` (set before it first connects).
+    pub(crate) fn with_tokens(mut self, store: Option<oauth::SharedTokenStore>) -> Self {
+        self.tokens = store;
+        self
     }
 
     /// The tools from the last successful listing.
@@ -466,7 +480,12 @@ impl McpServer {
             }
             Ok(Err(ServiceError::TransportSend(e))) => {
                 self.stderr.settled().await;
-                let why = self.with_stderr(root_cause(&e));
+                // A token refused mid-chat (revoked, its refresh refused).
+                let why = if oauth::chain_needs_login(&e) {
+                    self.needs_login()
+                } else {
+                    self.with_stderr(root_cause(&e))
+                };
                 self.mark_down(epoch, why.clone()).await;
                 CallOutcome::Failed(
                     ToolOutput::error(format!(
@@ -575,10 +594,9 @@ impl McpServer {
                 Connector::Config(McpServerConfig::Stdio(cfg)) => {
                     (self.connect_stdio(cfg).await?, None)
                 }
-                Connector::Config(McpServerConfig::Http(cfg)) => (
-                    connect_http(self.client(), cfg, self.line_cap()).await?,
-                    None,
-                ),
+                Connector::Config(McpServerConfig::Http(cfg)) => {
+                    (self.connect_http(cfg).await?, None)
+                }
                 Connector::InProcess(start) => {
                     let (client_end, server_end) = in_process::pair();
                     let task = tokio::spawn(start(server_end));
@@ -614,6 +632,29 @@ impl McpServer {
                 "it did not finish starting within {} s",
                 self.connect_timeout.as_secs_f64()
             )),
+        }
+    }
+
+    /// Connect over streamable HTTP, with its stored OAuth tokens when it
+    /// has any; a server that wants a login gets the message saying how.
+    async fn connect_http(&self, cfg: &HttpServerConfig) -> Result<Client, String> {
+        let needs_login = self.needs_login();
+        let manager = match &self.tokens {
+            Some(store) => {
+                oauth::authorized_manager(cfg, store, self.refreshing.clone(), &needs_login).await?
+            }
+            None => None,
+        };
+        connect_http(self.client(), cfg, self.line_cap(), manager, &needs_login).await
+    }
+
+    /// What [`Self::problem`] says of a server that wants an OAuth login.
+    fn needs_login(&self) -> String {
+        match &self.tokens {
+            Some(store) => format!("needs login: {}", store.login_hint(&self.name)),
+            None => "needs login: it asks for an OAuth login, and this host keeps no tokens \
+                     (ToolHost::set_token_store)"
+                .to_owned(),
         }
     }
 
@@ -675,6 +716,8 @@ async fn connect_http(
     client: LrgClient,
     cfg: &HttpServerConfig,
     max_event: usize,
+    auth: Option<rmcp::transport::auth::AuthorizationManager>,
+    needs_login: &str,
 ) -> Result<Client, String> {
     let mut headers = HashMap::new();
     for (k, v) in &cfg.headers {
@@ -692,18 +735,44 @@ async fn connect_http(
     config.max_sse_event_size = config.max_sse_event_size.max(max_event);
     // rmcp builds its own reqwest client, which needs a TLS provider installed.
     lrg_providers::transport::ensure_tls_provider();
-    // With `otel`, a client that sends each call's `traceparent` header.
-    #[cfg(feature = "otel")]
-    let transport = StreamableHttpClientTransport::with_client(
-        crate::otel::mcp_http::TracedHttp::new()?,
-        config,
-    );
-    #[cfg(not(feature = "otel"))]
-    let transport = StreamableHttpClientTransport::from_config(config);
-    client
-        .serve(transport)
-        .await
-        .map_err(|e| format!("cannot connect to {}: {e}", cfg.url))
+    let served = match auth {
+        // The manager is asked for a token before each request: refreshed
+        // shortly before it expires, and once more after a 401.
+        Some(manager) => {
+            #[cfg(feature = "otel")]
+            let http = crate::otel::mcp_http::TracedHttp::new()?;
+            #[cfg(not(feature = "otel"))]
+            let http = reqwest::Client::builder()
+                // As rmcp's own client: no idle pool (delayed-ACK stalls). No
+                // redirects: the bearer token stays with the configured host.
+                .pool_max_idle_per_host(0)
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            let http = rmcp::transport::auth::AuthClient::new(http, manager);
+            client
+                .serve(StreamableHttpClientTransport::with_client(http, config))
+                .await
+        }
+        None => {
+            // With `otel`, a client that sends each call's `traceparent` header.
+            #[cfg(feature = "otel")]
+            let transport = StreamableHttpClientTransport::with_client(
+                crate::otel::mcp_http::TracedHttp::new()?,
+                config,
+            );
+            #[cfg(not(feature = "otel"))]
+            let transport = StreamableHttpClientTransport::from_config(config);
+            client.serve(transport).await
+        }
+    };
+    served.map_err(|e| {
+        if oauth::needs_login_in(&e) {
+            needs_login.to_owned()
+        } else {
+            format!("cannot connect to {}: {e}", cfg.url)
+        }
+    })
 }
 
 async fn close_client(name: &str, client: SharedClient, server_task: Option<JoinHandle<()>>) {

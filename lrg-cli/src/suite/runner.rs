@@ -122,6 +122,7 @@ async fn run_once(case: &Case, options: &RunOptions) -> Attempt {
         // The flag's variable: a case's llama: model sees with the projector it names.
         mmproj: std::env::var_os("LRG_MMPROJ").map(std::path::PathBuf::from),
         model_timeout: None,
+        engine: Default::default(),
     };
     // The CLI's own model and tool setup, as `lrg run` uses it.
     let resolved = match crate::resolve::resolve(&args, record.as_deref()).await {
