@@ -333,7 +333,7 @@ mod tests {
         let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(
             v,
-            json!({"op": "generate", "id": 7, "messages": [{"role": "user", "content": "two\nlines"}],
+            json!({"op": "generate", "id": 7, "sequence": 2, "messages": [{"role": "user", "content": "two\nlines"}],
                    "schema": {"type": "object"}, "max_tokens": 10, "temperature": 0.5, "top_p": 0.25, "seed": 3})
         );
         assert_eq!(
@@ -410,7 +410,7 @@ mod tests {
     #[test]
     fn another_protocol_version_is_named() {
         for line in [
-            r#"{"type":"ready","protocol":2,"future":"fields"}"#,
+            r#"{"type":"ready","protocol":3,"future":"fields"}"#,
             r#"{"type":"ready"}"#,
         ] {
             let err = decode_first(line).unwrap_err();
@@ -420,7 +420,7 @@ mod tests {
             assert!(message.contains("speaks protocol"), "{message}");
         }
         let ready = decode_first(
-            r#"{"type":"ready","protocol":1,"sidecar":"0.1.0","versions":{"python":"3.11","mlx":"0.3","mlx_lm":"0.3","llguidance":"1.9"},"model":{"name":"tiny","context_window":32768}}"#,
+            r#"{"type":"ready","protocol":2,"sidecar":"0.1.0","versions":{"python":"3.11","mlx":"0.3","mlx_lm":"0.3","llguidance":"1.9"},"model":{"name":"tiny","context_window":32768}}"#,
         )
         .unwrap();
         assert!(matches!(ready, Reply::Ready(info) if info.model.context_window == 32768));
