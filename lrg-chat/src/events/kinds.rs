@@ -4,7 +4,7 @@
 use lrg_providers::{ProviderError, ProviderErrorKind};
 use serde::{Deserialize, Serialize};
 
-/// Which stream a [`Event::Delta`] belongs to.
+/// Which stream a [`Event::Delta`](super::Event::Delta) belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeltaKind {
@@ -14,7 +14,7 @@ pub enum DeltaKind {
     Text,
 }
 
-/// What kind of failure an [`Event::Error`] reports.
+/// What kind of failure an [`Event::Error`](super::Event::Error) reports.
 ///
 /// Serialized in `snake_case` (`"context_overflow"`, `"max_steps"`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

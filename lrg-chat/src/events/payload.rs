@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::tools::ToolClass;
 
-/// The sub-agent behind an [`Event::ApprovalNeeded`], and what it wants to
+/// The sub-agent behind an [`Event::ApprovalNeeded`](super::Event::ApprovalNeeded), and what it wants to
 /// run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]

@@ -191,7 +191,7 @@ impl ChatSession {
     ///
     /// This is how sub-agents' answers come back ([`crate::sub_agents`]),
     /// and how an app's own background work can: a
-    /// [`Tools`](crate::tools::Tools) whose call starts the work and
+    /// [`Tools`] whose call starts the work and
     /// returns at once, keeps the calling session
     /// ([`ChatSession::current`], as a [`super::WeakChatSession`]), and
     /// hands it the result here when the work ends.

@@ -3,9 +3,9 @@
 //! `--jinja`, vLLM without a `--tool-call-parser`, a template without tools).
 //!
 //! [`TextToolParser`] is fed the answer's text deltas, as a wire decoder is
-//! fed frames, and gives back [`TurnEvent`]s: text as soon as it cannot be
+//! fed frames, and gives back [`TurnEvent`](crate::TurnEvent)s: text as soon as it cannot be
 //! the start of a call, reasoning (`<think>…</think>`, Harmony's analysis
-//! channel), and whole [`ToolCall`]s with generated ids. A call is never shown
+//! channel), and whole [`ToolCall`](crate::ToolCall)s with generated ids. A call is never shown
 //! as text. For a chat template that opens `<think>` in the prompt, the parser
 //! [starts in reasoning](TextToolParser::starting_in_reasoning). It is pure
 //! and I/O-free, and linear in its input: no delta makes it re-scan what it
