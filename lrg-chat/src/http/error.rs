@@ -78,7 +78,7 @@ impl ApiError {
     }
 
     /// 400 about the request as a whole.
-    pub fn bad_body(problem: impl Into<String>) -> Self {
+    pub(crate) fn bad_body(problem: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, ApiErrorKind::BadRequest, problem)
     }
 
@@ -113,11 +113,6 @@ impl ApiError {
     /// 409: not possible now.
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, ApiErrorKind::Conflict, message)
-    }
-
-    /// 409: a switch that needs `confirm: true`.
-    pub fn confirm_needed(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, ApiErrorKind::ConfirmNeeded, message)
     }
 
     /// 409: the keys name a chat on `stored_model`, not the model asked

@@ -314,7 +314,7 @@ pub fn decide_sampling(
 }
 
 /// Whether the tool is offered to the model at all.
-pub fn is_offered(settings: &PermissionSettings, tool: &str) -> bool {
+pub(crate) fn is_offered(settings: &PermissionSettings, tool: &str) -> bool {
     settings.rules.get(tool) != Some(&Rule::Block)
 }
 

@@ -25,7 +25,6 @@ use tokio_util::sync::CancellationToken;
 pub use decode::OllamaDecoder;
 pub use encode::{DEFAULT_NUM_PREDICT, encode};
 pub(crate) use models::list_detailed;
-pub use models::{parse_context_length, parse_tags};
 
 use crate::endpoint::{check_base_url, sends_to};
 use crate::text_tools::{TextToolDecoder, TextTurn, ToolMode};

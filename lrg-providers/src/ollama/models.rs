@@ -11,7 +11,7 @@ use crate::{ModelInfo, ModelLocation, ProviderError};
 const SHOW_CONCURRENCY: usize = 8;
 
 /// The model names in a `/api/tags` answer.
-pub fn parse_tags(value: &Value) -> Result<Vec<String>, ProviderError> {
+pub(crate) fn parse_tags(value: &Value) -> Result<Vec<String>, ProviderError> {
     let Some(models) = value.get("models").and_then(Value::as_array) else {
         return Err(ProviderError::Protocol {
             message: "Ollama's model list has no `models` array".into(),
@@ -30,7 +30,7 @@ pub fn parse_tags(value: &Value) -> Result<Vec<String>, ProviderError> {
 
 /// The trained context length in a `/api/show` answer: `model_info`'s
 /// `<architecture>.context_length`, else any `*.context_length`.
-pub fn parse_context_length(show: &Value) -> Option<u32> {
+pub(crate) fn parse_context_length(show: &Value) -> Option<u32> {
     let info = show.get("model_info")?.as_object()?;
     let arch = info.get("general.architecture").and_then(Value::as_str);
     let by_arch = arch.and_then(|a| info.get(&format!("{a}.context_length")));

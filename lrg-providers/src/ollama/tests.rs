@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use super::models::{parse_context_length, parse_tags};
 use super::*;
 use crate::wire::{Decoder, Frame};
 use crate::{Message, Part, Role, StopReason, ToolCall, TurnEvent, Usage};

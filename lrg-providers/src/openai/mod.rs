@@ -35,7 +35,7 @@ pub use dialect::{Dialect, MaxTokensField, ReasoningField, SchemaField};
 pub use encode::encode;
 use encode::encode_for;
 pub(crate) use encode::{decimal, function_tool};
-pub use models::parse_models;
+pub(crate) use models::parse_models;
 pub(crate) use output::{system_with_instructions, tools_as_text, without_meta};
 
 use crate::endpoint::{check_base_url, sends_to};

@@ -18,7 +18,7 @@ const CONTEXT_POINTERS: &[&str] = &[
 
 /// The models in a `/models` answer (`{"data": [{"id": ...}, ...]}`), in the
 /// server's order.
-pub fn parse_models(
+pub(crate) fn parse_models(
     value: &Value,
     dialect: &Dialect,
     sends_to: Option<String>,

@@ -13,7 +13,9 @@
 //!   turn costs `(prompt - cached - written) × input + cached × cached_input
 //!   + written × cache_write + completion × output` per million, with
 //!   reasoning billed as output unless a price says `reasoning`.
-//! - Local and server models cost 0 unless the table prices them.
+//! - Local and server models cost 0 unless the table prices them; an
+//!   external ACP agent (provider `acp`) is unpriced, since lrg cannot know
+//!   which model it pays for.
 //! - A cloud model the table does not know is *unpriced*: its [`Cost`] says
 //!   `priced: false` and has no `usd`. An unknown price is never shown as 0.
 
@@ -241,7 +243,7 @@ impl Spend {
 
 /// The cost of `usage` on `provider:model`, which runs at `location`: by
 /// the table's price when it has one; else 0 for a local or server model
-/// and unpriced for a cloud one.
+/// and unpriced for a cloud one or an external ACP agent (provider `acp`).
 pub fn cost_of(
     table: &PriceTable,
     provider: &str,
@@ -251,7 +253,9 @@ pub fn cost_of(
 ) -> Cost {
     match table.price(provider, model) {
         Some((_, price)) => Cost::usd(price.usd(usage)),
-        None if location == ModelLocation::Cloud => Cost::UNPRICED,
+        // An external ACP agent runs a model of its own choosing, often a
+        // paid cloud one: its price is unknown, never 0.
+        None if location == ModelLocation::Cloud || provider == "acp" => Cost::UNPRICED,
         None => Cost::ZERO,
     }
 }
